@@ -1,0 +1,165 @@
+// Package paas declares what reaper needs from a platform that runs apps: observe an
+// app, start it, stop it. Drivers live in sub-packages (paas/process for local
+// processes, paas/clevercloud for Clever Cloud); paas/paastest holds a recording fake
+// for tests.
+//
+// The vocabulary is Clever Cloud's, because the decision rules of reaper were written
+// for it: an app's State is what the platform wants (SHOULD_BE_UP, SHOULD_BE_DOWN,
+// WANTS_TO_BE_UP) and its last Deployment says whether a start is in progress, done or
+// failed. Other drivers map their own world onto it (see paas/process).
+package paas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// App names one app on a platform.
+type App struct {
+	// ID is the platform's id of the app (app_<uuid> on Clever Cloud, paas.apps[].id
+	// for the process driver).
+	ID string
+	// Owner is the organisation or user that owns the app on platforms that have
+	// owners (orga_… or user_… on Clever Cloud); empty elsewhere.
+	Owner string
+}
+
+func (a App) String() string {
+	if a.Owner == "" {
+		return a.ID
+	}
+	return a.Owner + "/" + a.ID
+}
+
+// State is what the platform wants for an app.
+type State string
+
+// The states every driver reports. A platform may report others (Clever Cloud's
+// MODERATED, DEFAULT_OF_PAYMENT): reaper treats any other value as an error
+// "unexpected state".
+const (
+	StateShouldBeUp   State = "SHOULD_BE_UP"   // running, or meant to be
+	StateShouldBeDown State = "SHOULD_BE_DOWN" // stopped
+	StateWantsToBeUp  State = "WANTS_TO_BE_UP" // starting (or its start failed: see the deployment)
+)
+
+// DeploymentState is the state of a deployment.
+type DeploymentState string
+
+// Deployment states, as Clever Cloud names them.
+const (
+	DeploymentWIP         DeploymentState = "WIP"
+	DeploymentTaskRunning DeploymentState = "TASK_RUNNING"
+	DeploymentOK          DeploymentState = "OK"
+	DeploymentFail        DeploymentState = "FAIL"
+	DeploymentCancelled   DeploymentState = "CANCELLED"
+)
+
+// InProgress reports whether a deployment in this state has not finished.
+func (s DeploymentState) InProgress() bool {
+	return s == DeploymentWIP || s == DeploymentTaskRunning
+}
+
+// Deployment is the last deployment (a start, a stop, a redeploy) of an app.
+type Deployment struct {
+	State  DeploymentState
+	Action string    // DEPLOY, UNDEPLOY, UPSCALE, … (free text for other drivers)
+	At     time.Time // when it began
+	Cause  string    // why it failed, when the platform says
+}
+
+// Observation is what a driver sees of one app at one moment.
+type Observation struct {
+	// State is what the platform wants for the app.
+	State State
+	// Deployment is the app's last deployment, or nil when it has none or when the
+	// driver did not read it (see DeploymentReader).
+	Deployment *Deployment
+	// NotShutdownable is set when the platform says the app must never be stopped
+	// (Clever Cloud's deployment.shutdownable: false).
+	NotShutdownable bool
+	// Name is the app's display name, when the platform has one.
+	Name string
+}
+
+// Client drives one platform. Every method is bounded by its context, safe for
+// concurrent use, and idempotent where the platform allows it: Start on an app that
+// is starting and Stop on an app that is down do nothing harmful. Start on an app
+// that is up may restart it on some platforms (Clever Cloud): callers must not send
+// it. Errors wrap the sentinels below so callers can classify them with errors.Is.
+type Client interface {
+	// Observe reads the app's state. It may leave Observation.Deployment nil.
+	Observe(ctx context.Context, app App) (Observation, error)
+	// Start asks the platform to start the app. It returns once the platform has
+	// accepted the ask, not when the app is up.
+	Start(ctx context.Context, app App) error
+	// Stop asks the platform to stop the app.
+	Stop(ctx context.Context, app App) error
+}
+
+// BatchObserver is implemented by drivers that observe many apps in one call
+// (Clever Cloud's /v2/summary). Apps absent from the result were not found.
+type BatchObserver interface {
+	ObserveAll(ctx context.Context, apps []App) (map[App]Observation, error)
+}
+
+// DeploymentReader is implemented by drivers whose Observe does not read the last
+// deployment, because reading it costs a call per app. Callers read it only when a
+// decision needs it. It returns nil, nil for an app that was never deployed.
+type DeploymentReader interface {
+	LastDeployment(ctx context.Context, app App) (*Deployment, error)
+}
+
+// Watcher is implemented by drivers that learn of changes by themselves (a process
+// that became ready or exited). Watch calls changed with the app's id each time the
+// app's observation may have changed, until ctx ends; changed must not block.
+type Watcher interface {
+	Watch(ctx context.Context, changed func(appID string))
+}
+
+// Errors returned by drivers, wrapped with context. Test with errors.Is.
+var (
+	// ErrNotFound: the app does not exist or the credential cannot see it.
+	ErrNotFound = errors.New("paas: app not found")
+	// ErrAuth: the platform refused the credential. The message names the kind of
+	// credential, never its value.
+	ErrAuth = errors.New("paas: authentication refused")
+	// ErrBusy: the app is locked by another operation; ask again later.
+	ErrBusy = errors.New("paas: app busy with another operation")
+	// ErrNeverDeployed: the app has never been deployed, so it cannot be started.
+	ErrNeverDeployed = errors.New("paas: app was never deployed")
+	// ErrRateLimited: the platform asks us to slow down. See RateLimitError.
+	ErrRateLimited = errors.New("paas: rate limited")
+	// ErrUnavailable: the platform failed or did not answer in time; retryable.
+	ErrUnavailable = errors.New("paas: platform unavailable")
+	// ErrNotShutdownable: the platform says the app must never be stopped; the stop
+	// was refused before anything was sent.
+	ErrNotShutdownable = errors.New("paas: app must not be stopped")
+	// ErrStartFailed: the app could not be started (its command failed, its image is
+	// missing, …). Not retryable without a change.
+	ErrStartFailed = errors.New("paas: app could not be started")
+)
+
+// RateLimitError is a rate-limit answer; RetryAfter is zero when the platform did not
+// say how long to wait.
+type RateLimitError struct {
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("paas: rate limited (retry after %s)", e.RetryAfter)
+	}
+	return "paas: rate limited"
+}
+
+// Is makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// Retryable reports whether err is worth trying again later without a change:
+// rate limits, busy apps, and platform failures.
+func Retryable(err error) bool {
+	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) || errors.Is(err, ErrUnavailable)
+}

@@ -1,0 +1,321 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reapergw/reaper/paas"
+)
+
+var (
+	_ paas.Client  = (*Driver)(nil)
+	_ paas.Watcher = (*Driver)(nil)
+)
+
+// Driver runs the configured apps as local processes. It is safe for concurrent use.
+// Its goroutines are bounded: per running app, one that waits for the process to exit
+// and, while the app starts, one that probes its readiness.
+type Driver struct {
+	log    *slog.Logger
+	pidDir string
+	probe  *prober
+	apps   map[string]*app // fixed by New
+
+	// base ends with Close: probes, waits and blocked Start/Stop calls end with it.
+	base   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // waiter and prober goroutines
+
+	mu        sync.Mutex // guards what follows
+	closed    bool
+	watchers  map[uint64]func(appID string)
+	nextWatch uint64
+}
+
+// app is one configured app and what the driver knows of it.
+type app struct {
+	spec spec
+
+	mu    sync.Mutex // guards what follows
+	state paas.State
+	dep   *paas.Deployment // never modified once set: replaced
+	proc  *proc            // the running process group, nil when none
+}
+
+// New returns a driver for opts.Apps. It starts no app, but adopts the apps a previous
+// reaper left running (see the package doc): their readiness is probed once, so that
+// Observe answers right away, and their exit is watched. Pid files that do not match a
+// live process are removed; nothing is ever signalled by New. It fails when the
+// configuration is invalid (a conf.List of every problem), when DataDir cannot be
+// used, or with ErrUnsupported.
+func New(opts Options) (*Driver, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("process: Options.DataDir is required")
+	}
+	if err := validateAll(opts.Apps); err != nil {
+		return nil, fmt.Errorf("process: invalid configuration:\n%w", err)
+	}
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: pidfd_open: %v", ErrUnsupported, err)
+	}
+	_ = unix.Close(fd)
+	pidDir := filepath.Join(opts.DataDir, "process")
+	if err := os.MkdirAll(pidDir, 0o700); err != nil {
+		return nil, fmt.Errorf("process: data directory: %w", err)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Driver{
+		log:      logger,
+		pidDir:   pidDir,
+		probe:    newProber(),
+		apps:     make(map[string]*app, len(opts.Apps)),
+		watchers: make(map[uint64]func(string)),
+	}
+	d.base, d.cancel = context.WithCancel(context.Background())
+	for i := range opts.Apps {
+		c := &opts.Apps[i]
+		d.apps[c.ID] = &app{spec: c.resolve(opts.DataDir, os.LookupEnv), state: paas.StateShouldBeDown}
+	}
+	d.adoptAll()
+	return d, nil
+}
+
+// Observe returns what the driver knows of the app, from memory: it never blocks on
+// I/O. An app that is not configured gives an error wrapping paas.ErrNotFound.
+func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, error) {
+	a, err := d.lookup(pa)
+	if err != nil {
+		return paas.Observation{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	obs := paas.Observation{State: a.state, Name: a.spec.id}
+	if a.dep != nil {
+		dep := *a.dep
+		obs.Deployment = &dep
+	}
+	return obs, nil
+}
+
+// Start starts the app's process and returns once it is spawned, not when it is
+// ready (watchers learn that). It is idempotent: on an app that is starting or
+// running it does nothing. On an app being stopped it first waits (bounded by ctx)
+// for the stop to finish, then starts it again. A command that cannot be executed
+// (missing program, bad directory, log file that cannot be opened), or an app whose
+// readiness probe passes before it runs (another program holds its port), gives an
+// error wrapping paas.ErrStartFailed, and the app is observed down with a FAIL
+// deployment. Start blocks for at most one readiness probe and the spawn.
+// An app that is not configured gives paas.ErrNotFound; a closed driver ErrClosed.
+func (d *Driver) Start(ctx context.Context, pa paas.App) error {
+	a, err := d.lookup(pa)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("process: start %s: %w", a.spec.id, err)
+		}
+		a.mu.Lock()
+		p := a.proc
+		var gone chan struct{}
+		if p != nil {
+			gone = p.gone
+		}
+		a.mu.Unlock()
+		switch {
+		case p == nil:
+			if again, err := d.startNew(ctx, a); !again {
+				return err
+			}
+		case !p.stopping && !p.exited:
+			return nil
+		default:
+			// Being stopped, or its main process has exited and the rest of its
+			// group is being cleaned up: start again once it is gone.
+			select {
+			case <-gone:
+			case <-ctx.Done():
+			case <-d.base.Done():
+				return ErrClosed
+			}
+		}
+	}
+}
+
+// startNew starts an app that has no process. It returns again when another call
+// started one meanwhile.
+func (d *Driver) startNew(ctx context.Context, a *app) (again bool, err error) {
+	// If the app's readiness probe passes before the app runs, another program holds
+	// its port: the probe would call the app ready at once, and the app would then
+	// fail to listen. Probed outside the lock, so that Observe never waits on the
+	// network.
+	taken := d.probe.ready(ctx, a.spec.readyTCP, a.spec.readyHTTP)
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("process: start %s: %w", a.spec.id, err)
+	}
+	a.mu.Lock()
+	if a.proc != nil {
+		a.mu.Unlock()
+		return true, nil
+	}
+	if taken {
+		err = d.failStart(a, time.Now(), a.spec.readyTarget()+" already answers before the app is started: another program holds its port")
+	} else {
+		err = d.spawn(a)
+	}
+	a.mu.Unlock()
+	if !errors.Is(err, ErrClosed) {
+		d.notify(a.spec.id)
+	}
+	return false, err
+}
+
+// Stop sends the app's stop signal to its whole process group, then SIGKILL to the
+// group after its stop timeout, and returns once no process of the group is left
+// alive, or when ctx ends (the stop carries on: a later Stop waits for the same one).
+// It is idempotent: an app that is not running is left as it is. An app that is not
+// configured gives paas.ErrNotFound; a closed driver ErrClosed.
+func (d *Driver) Stop(ctx context.Context, pa paas.App) error {
+	a, err := d.lookup(pa)
+	if err != nil {
+		return err
+	}
+	if d.isClosed() {
+		return ErrClosed
+	}
+	a.mu.Lock()
+	p := a.proc
+	if p == nil {
+		a.mu.Unlock()
+		return nil
+	}
+	if !p.stopping {
+		d.beginStop(a, p)
+	}
+	gone := p.gone
+	a.mu.Unlock()
+	select {
+	case <-gone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("process: stop %s: %w", a.spec.id, ctx.Err())
+	case <-d.base.Done():
+		return ErrClosed
+	}
+}
+
+// Watch registers changed, called with an app's id each time its observation changes
+// (started, ready, exited, stopped, failed to start), until ctx ends or the driver is
+// closed. It returns at once. changed is called from the driver's goroutines, outside
+// its locks, so it may call Observe; it must not block.
+func (d *Driver) Watch(ctx context.Context, changed func(appID string)) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	id := d.nextWatch
+	d.nextWatch++
+	d.watchers[id] = changed
+	d.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		d.mu.Lock()
+		delete(d.watchers, id)
+		d.mu.Unlock()
+	})
+}
+
+// Close stops the driver's probes and watchers and waits for its goroutines. It does
+// not stop the apps: they keep running and the next driver adopts them. A stop in
+// progress still escalates to SIGKILL at its timeout. Close is idempotent and returns
+// nil.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	clear(d.watchers)
+	d.mu.Unlock()
+	d.cancel()
+	for _, a := range d.apps {
+		a.mu.Lock()
+		if p := a.proc; p != nil {
+			// Wakes the waiter blocked on the pidfd.
+			_ = p.pidf.Close()
+		}
+		a.mu.Unlock()
+	}
+	d.wg.Wait()
+	d.probe.close()
+	return nil
+}
+
+func (d *Driver) lookup(pa paas.App) (*app, error) {
+	a, ok := d.apps[pa.ID]
+	if !ok {
+		return nil, fmt.Errorf("process: app %q is not in paas.apps: %w", pa.ID, paas.ErrNotFound)
+	}
+	return a, nil
+}
+
+func (d *Driver) isClosed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closed
+}
+
+// reserve counts n goroutines that Close must wait for, before they are started. It
+// returns false, counting nothing, once the driver is closed, so that nothing is
+// spawned that no goroutine would watch.
+func (d *Driver) reserve(n int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.wg.Add(n)
+	return true
+}
+
+// notify tells every watcher that the app's observation changed. It must be called
+// without any app lock held, since watchers may observe.
+func (d *Driver) notify(id string) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	fs := make([]func(string), 0, len(d.watchers))
+	for _, f := range d.watchers {
+		fs = append(fs, f)
+	}
+	d.mu.Unlock()
+	for _, f := range fs {
+		f(id)
+	}
+}
+
+// set records a transition; a.mu must be held. A nil dep keeps the last deployment.
+func (a *app) set(state paas.State, dep *paas.Deployment) {
+	a.state = state
+	if dep != nil {
+		a.dep = dep
+	}
+}
+
+// since is time.Since rounded for logs.
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }

@@ -1,0 +1,43 @@
+//go:build !linux
+
+package process
+
+import (
+	"context"
+
+	"github.com/reapergw/reaper/paas"
+)
+
+var (
+	_ paas.Client  = (*Driver)(nil)
+	_ paas.Watcher = (*Driver)(nil)
+)
+
+// Driver would run apps as local processes; it needs Linux (see the package doc).
+type Driver struct{}
+
+// New checks the configuration, then returns ErrUnsupported: this system lacks what
+// the driver needs.
+func New(opts Options) (*Driver, error) {
+	if err := validateAll(opts.Apps); err != nil {
+		return nil, err
+	}
+	return nil, ErrUnsupported
+}
+
+// Observe returns ErrUnsupported.
+func (d *Driver) Observe(context.Context, paas.App) (paas.Observation, error) {
+	return paas.Observation{}, ErrUnsupported
+}
+
+// Start returns ErrUnsupported.
+func (d *Driver) Start(context.Context, paas.App) error { return ErrUnsupported }
+
+// Stop returns ErrUnsupported.
+func (d *Driver) Stop(context.Context, paas.App) error { return ErrUnsupported }
+
+// Watch does nothing.
+func (d *Driver) Watch(context.Context, func(appID string)) {}
+
+// Close does nothing.
+func (d *Driver) Close() error { return nil }
