@@ -1,0 +1,299 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+)
+
+// GatewayOptions configure a Gateway.
+type GatewayOptions struct {
+	// Logger receives the access lines (Info, message "access") and the gateway's
+	// own errors. Nil discards.
+	Logger *slog.Logger
+	// Node is this node's id, added to every line of Logger.
+	Node string
+	// TrustedProxies are the peers whose X-Forwarded-For and X-Forwarded-Proto
+	// (and X-Forwarded-Host) the gateway believes: for the client address, and to
+	// keep the forwarding chain sent to backends.
+	TrustedProxies []netip.Prefix
+}
+
+// Gateway is the http.Handler of the gateway listener: it matches the request to a
+// route of the current Router, runs the route's plugin chain and proxies the
+// request to the route's backend. Safe for concurrent use.
+type Gateway struct {
+	router  atomic.Pointer[Router]
+	log     *slog.Logger
+	trusted []netip.Prefix
+}
+
+// NewGateway returns a gateway without routes (every request gets a 404) until
+// Swap gives it a Router.
+func NewGateway(opts GatewayOptions) *Gateway {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Node != "" {
+		log = log.With("node", opts.Node)
+	}
+	return &Gateway{log: log, trusted: opts.TrustedProxies}
+}
+
+// Swap makes r the router of new requests and returns the previous one (nil the
+// first time). It never blocks requests: those already matched finish on the old
+// router. The caller closes old (Router.Close) when it wants its plugins cleaned
+// up.
+func (g *Gateway) Swap(r *Router) (old *Router) { return g.router.Swap(r) }
+
+// Router returns the current router, or nil.
+func (g *Gateway) Router() *Router { return g.router.Load() }
+
+// headerRequestID is the canonical form of X-Request-Id.
+const headerRequestID = "X-Request-Id"
+
+// state is everything about one request, in one allocation.
+type state struct {
+	ex       Exchange
+	g        *Gateway
+	rec      recorder
+	body     reqBody
+	lh       exchangeHandler
+	idHeader [1]string
+
+	path        string // the request path, dot segments resolved
+	pathChanged bool
+	prefix      string // the matched domain's path prefix
+	trusted     bool   // the peer is a trusted proxy
+	upstream    string // target used, or "gateway"
+
+	// Which plugins apply to this request's path (include/exclude), computed on
+	// first need: bit i of computed says bit i of applies is known.
+	applies, computed uint64
+
+	reqFailure *pluginFailure // a request transformer failed (set in Rewrite)
+	dialErr    error          // a dial failure left for the DialFailureHandlers
+	retried    bool
+}
+
+// ServeHTTP handles one request. It blocks until the response is written, the
+// upgraded connection is closed, or the client is gone.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	st := &state{g: g}
+	st.ex.Start = time.Now()
+	st.ex.Request = req
+	st.ex.ID = requestID(req.Header[headerRequestID])
+	st.idHeader[0] = st.ex.ID
+	st.rec.w, st.rec.st = w, st
+	st.body.rc, st.body.st = req.Body, st
+	req.Body = &st.body
+	defer g.end(st)
+
+	peer := peerAddr(req.RemoteAddr)
+	st.ex.ClientIP = peer
+	if len(g.trusted) > 0 && inPrefixes(g.trusted, peer) {
+		st.trusted = true
+		st.ex.ClientIP = clientFromXFF(req.Header["X-Forwarded-For"], peer, g.trusted)
+	}
+	refuseH2C(req.Header)
+	st.path, st.pathChanged = requestPath(req.URL.Path)
+
+	rt := g.router.Load()
+	var c candidate
+	ok := false
+	if rt != nil {
+		c, ok = rt.table.match(requestHost(req.Host), st.path, req)
+	}
+	if !ok {
+		st.writeError(http.StatusNotFound, msgNoRoute)
+		return
+	}
+	r := c.route
+	st.ex.Route, st.prefix = r, c.prefix
+	if len(r.plugins) > 0 {
+		st.logger() // plugins read ex.Logger
+		if !st.runChain() {
+			return
+		}
+	}
+	st.forward()
+}
+
+// logger returns the request's logger (Exchange.Logger), creating it on first
+// use: a plugin-free request that logs nothing does not pay for it.
+func (st *state) logger() *slog.Logger {
+	if st.ex.Logger == nil {
+		base := st.g.log
+		if st.ex.Route != nil {
+			base = st.ex.Route.logger
+		}
+		st.lh = exchangeHandler{h: base.Handler(), id: st.ex.ID}
+		st.ex.Logger = slog.New(&st.lh)
+	}
+	return st.ex.Logger
+}
+
+// runChain runs the pre-route and access steps; false means the request was
+// answered (or abandoned) and goes no further.
+func (st *state) runChain() bool {
+	r := st.ex.Route
+	for _, inst := range r.pre {
+		if st.appliesTo(inst) {
+			a, err := callStep(st, inst, stepPreRoute)
+			if !st.stepDone(inst, a, err) {
+				return false
+			}
+		}
+	}
+	for _, inst := range r.access {
+		if st.appliesTo(inst) {
+			a, err := callStep(st, inst, stepValidateAccess)
+			if !st.stepDone(inst, a, err) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// stepDone handles a step's result; false means stop.
+func (st *state) stepDone(inst *instance, a *Answer, err error) bool {
+	switch {
+	case st.ex.Context().Err() != nil:
+		return false // the client is gone: nobody to answer
+	case err != nil:
+		st.logger().Error("plugin failed", "plugin", inst.kind, "error", err)
+		st.writeError(http.StatusInternalServerError, msgPluginFailed(inst.kind))
+		return false
+	case a != nil:
+		st.writeAnswer(inst, a)
+		return false
+	}
+	return true
+}
+
+// appliesTo reports whether inst runs for this request (include/exclude).
+func (st *state) appliesTo(inst *instance) bool {
+	if st.ex.Route.filtered&inst.bit == 0 {
+		return true
+	}
+	if st.computed&inst.bit == 0 {
+		st.computed |= inst.bit
+		if inst.appliesTo(st.path) {
+			st.applies |= inst.bit
+		}
+	}
+	return st.applies&inst.bit != 0
+}
+
+// forward proxies the request, and after a dial failure asks the route's
+// DialFailureHandlers whether to send it once more.
+func (st *state) forward() {
+	r := st.ex.Route
+	r.proxy.ServeHTTP(&st.rec, st.ex.Request)
+	if st.dialErr == nil {
+		return
+	}
+	err := st.dialErr
+	st.dialErr = nil
+	for _, inst := range r.dial {
+		if !st.appliesTo(inst) {
+			continue
+		}
+		retry, a := callDial(st, inst, err)
+		if st.ex.Context().Err() != nil {
+			return
+		}
+		if a != nil {
+			st.writeAnswer(inst, a)
+			return
+		}
+		if retry {
+			st.retried = true
+			r.proxy.ServeHTTP(&st.rec, st.ex.Request)
+			return
+		}
+	}
+	st.retried = true
+	st.proxyError(err)
+}
+
+// end runs when the handler returns or panics: it recovers panics, runs the
+// exchange's OnDone functions, closes the request body and writes the access
+// line. http.ErrAbortHandler (a backend that failed mid-body) is re-raised so
+// that the server aborts the client connection instead of ending the response
+// cleanly.
+func (g *Gateway) end(st *state) {
+	v := recover()
+	abort := v == http.ErrAbortHandler
+	if v != nil && !abort {
+		g.log.Error("request handling panicked", "request_id", st.ex.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if !st.rec.wrote && !st.rec.hijacked {
+			st.writeError(http.StatusInternalServerError, msgInternal)
+		}
+	}
+	st.finish()
+	st.body.close()
+	g.logAccess(st, abort)
+	if abort {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// finish runs the OnDone functions, each protected from the others' panics.
+func (st *state) finish() {
+	defer func() {
+		if v := recover(); v != nil {
+			st.g.log.Error("an OnDone function panicked", "request_id", st.ex.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			st.finish() // the rest of them
+		}
+	}()
+	for len(st.ex.done) > 0 {
+		f := st.ex.done[len(st.ex.done)-1]
+		st.ex.done = st.ex.done[:len(st.ex.done)-1]
+		f()
+	}
+}
+
+// statusClientGone is the access log's status when the client went away before
+// the response was complete (nginx's convention).
+const statusClientGone = 499
+
+func (g *Gateway) logAccess(st *state, aborted bool) {
+	ctx := context.Background()
+	if !g.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	req := st.ex.Request
+	status := st.rec.status
+	switch {
+	case st.rec.hijacked:
+		status = http.StatusSwitchingProtocols
+	case req.Context().Err() != nil && (!st.rec.wrote || aborted):
+		status = statusClientGone
+	case !st.rec.wrote:
+		status = http.StatusOK // what the server sends for a handler that wrote nothing
+	}
+	route := ""
+	if st.ex.Route != nil {
+		route = st.ex.Route.ID
+	}
+	g.log.LogAttrs(ctx, slog.LevelInfo, "access",
+		slog.String("request_id", st.ex.ID),
+		slog.String("route", route),
+		slog.String("method", req.Method),
+		slog.String("host", req.Host),
+		slog.String("path", req.URL.Path), // never the query: it may hold secrets
+		slog.Int("status", status),
+		slog.Int64("bytes", st.rec.bytes.Load()),
+		slog.Duration("duration", time.Since(st.ex.Start)),
+		slog.String("upstream", st.upstream),
+		slog.String("client", st.ex.ClientIP.String()),
+	)
+}

@@ -1,0 +1,171 @@
+// Package plugin is reaper's gateway core: routes matched on host and path, a chain
+// of plugins run in Otoroshi's steps (pre-route, validate access, transform request,
+// transform response), a registry of plugin kinds, and the streaming reverse proxy
+// that sends the request to the route's backend.
+//
+// A plugin kind registers an Info (an id and a constructor). Each route lists the
+// plugins it uses; each listed plugin becomes one instance whose YAML config is
+// decoded strictly into the instance (a struct with yaml tags), then validated
+// (conf.Validator), then provisioned (Provisioner). An instance takes part in the
+// steps whose interfaces it implements.
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+)
+
+// Plugin is one configured instance of a plugin kind on one route. It implements any
+// of the step interfaces (PreRouter, AccessValidator, RequestTransformer,
+// ResponseTransformer, DialFailureHandler) and, optionally, conf.Validator,
+// Provisioner and CleanerUpper.
+type Plugin any
+
+// PreRouter runs first for every request of the route. It may answer at once.
+type PreRouter interface {
+	PreRoute(ex *Exchange) (*Answer, error)
+}
+
+// AccessValidator decides whether the request may reach the backend. It may block
+// until ex.Context() ends (the reaper plugin holds requests here while an app
+// wakes), but it must not read the request body. A nil Answer lets the request go
+// on; a non-nil Answer is written to the client and ends the chain: a denial is an
+// Answer, not an error. An error means a technical failure: the gateway answers 500
+// and logs it.
+type AccessValidator interface {
+	ValidateAccess(ex *Exchange) (*Answer, error)
+}
+
+// RequestTransformer changes the request sent to the backend (out), after the
+// gateway has set the target URL and the forwarding headers. An error answers 500.
+type RequestTransformer interface {
+	TransformRequest(ex *Exchange, out *http.Request) error
+}
+
+// ResponseTransformer changes the backend's response before it is streamed to the
+// client (headers, status; never buffer the body). An error answers 502.
+type ResponseTransformer interface {
+	TransformResponse(ex *Exchange, resp *http.Response) error
+}
+
+// DialFailureHandler is consulted when the backend could not be reached at all: the
+// connection was refused or could not be opened, so the backend never saw the
+// request and no byte of its body was read. It may block (the reaper plugin wakes a
+// process that died and waits for it). Returning retry sends the request once more
+// (at most once per request); returning an Answer gives it to the client instead;
+// neither gives the usual 502.
+type DialFailureHandler interface {
+	HandleDialFailure(ex *Exchange, err error) (retry bool, answer *Answer)
+}
+
+// Provisioner is implemented by plugins that need more than their decoded config:
+// a shared service, a logger, a background resource. Provision runs after the
+// config was decoded and validated, when the routes are built for serving (not by
+// `reaper check`). An error aborts the build; instances already provisioned are
+// cleaned up.
+type Provisioner interface {
+	Provision(ctx ProvisionContext) error
+}
+
+// CleanerUpper is implemented by plugins that hold resources. Cleanup runs once,
+// when the routes that own the instance are replaced (reload) or the gateway stops,
+// after the new routes are in place; requests already using the instance may still
+// be running.
+type CleanerUpper interface {
+	Cleanup() error
+}
+
+// ProvisionContext is what a plugin instance can reach while it is provisioned.
+type ProvisionContext struct {
+	Context context.Context
+	Logger  *slog.Logger // carries the route id and plugin id
+	// Route is the configuration of the route the instance belongs to.
+	Route *RouteConfig
+	// Path is the field path of the instance's config, for error messages
+	// (routes[2].plugins[0].config).
+	Path string
+	// Services holds shared services wired by the binary, by name (the reaper
+	// plugin finds its engine under "reaper").
+	Services map[string]any
+}
+
+// Service returns the shared service registered under name.
+func (c ProvisionContext) Service(name string) (any, bool) {
+	s, ok := c.Services[name]
+	return s, ok
+}
+
+// Exchange is one request travelling through a route. Plugins read it; they change
+// what is sent to the backend through RequestTransformer, not by editing Request.
+type Exchange struct {
+	// Request is the request as the gateway received it.
+	Request *http.Request
+	// ID is the request id: the client's X-Request-Id when it is a sane token,
+	// otherwise a new UUIDv7. It is sent to the backend and back to the client.
+	ID string
+	// Route is the matched route.
+	Route *Route
+	// ClientIP is the client's address: the connection's peer, or, when that peer is
+	// a trusted proxy, the first untrusted address of X-Forwarded-For read from the
+	// right.
+	ClientIP netip.Addr
+	// Start is when the gateway began handling the request.
+	Start time.Time
+	// Logger carries the request id and route id.
+	Logger *slog.Logger
+
+	values map[any]any
+	done   []func()
+}
+
+// Context is the request's context: it ends when the client goes away or the
+// gateway gives up on the request.
+func (ex *Exchange) Context() context.Context { return ex.Request.Context() }
+
+// OnDone registers f to run once the exchange is over: the response fully written
+// (streamed bodies included) or the upgraded connection (WebSocket) closed, or the
+// request abandoned. Functions run in reverse order of registration, on the
+// request's goroutine. Read clocks inside f, not when registering it.
+func (ex *Exchange) OnDone(f func()) { ex.done = append(ex.done, f) }
+
+// SetValue stores a value for later steps of the same request.
+func (ex *Exchange) SetValue(key, value any) {
+	if ex.values == nil {
+		ex.values = make(map[any]any)
+	}
+	ex.values[key] = value
+}
+
+// Value returns a value stored with SetValue, or nil.
+func (ex *Exchange) Value(key any) any { return ex.values[key] }
+
+// Finish runs the OnDone functions; the gateway calls it once per exchange.
+func (ex *Exchange) Finish() {
+	for i := len(ex.done) - 1; i >= 0; i-- {
+		ex.done[i]()
+	}
+	ex.done = nil
+}
+
+// Answer is a response the gateway gives itself instead of the backend's.
+type Answer struct {
+	Status int
+	Header http.Header // may be nil
+	Body   []byte
+}
+
+// JSONAnswer returns an Answer with v encoded as JSON.
+func JSONAnswer(status int, v any) *Answer {
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Only programming errors (unsupported types) get here.
+		panic("plugin: JSONAnswer: " + err.Error())
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	return &Answer{Status: status, Header: h, Body: append(body, '\n')}
+}
