@@ -1,0 +1,213 @@
+package page
+
+import (
+	"strings"
+
+	"golang.org/x/text/language"
+)
+
+// Placeholders in messages. The value replacing them is escaped like any other text.
+const (
+	PlaceholderApp     = "{app}" // the name of the app (Waiting.DisplayName)
+	PlaceholderSeconds = "{n}"   // the seconds waited so far, updated by the page script
+)
+
+// Messages are the texts of the pages in one language. Every field is required (a test checks it).
+type Messages struct {
+	Title        string // heading and <title> while waiting; holds PlaceholderApp
+	ErrorTitle   string // heading once the app could not be started; holds PlaceholderApp
+	DefaultApp   string // the name shown when the app has none, capitalised for the start of a heading
+	Lead         string // why the app sleeps and what the page does
+	GoingToSleep string // status WaitingForShutdown
+	Waking       string // statuses Down and WaitingForUp
+	Almost       string // the gateway lets polls through, the app does not answer yet
+	Error        string // status Error
+	Elapsed      string // seconds waited; holds PlaceholderSeconds
+	RequestID    string // footer label
+	Node         string // footer label
+	NoScript     string // shown when JavaScript is off (the page then reloads with a meta refresh)
+}
+
+// locales is the message table, one entry per language, English first: it is the fallback. The headings put
+// PlaceholderApp where the grammar of the language takes a bare name, so the name is never declined.
+var locales = []Locale{
+	{Tag: language.English, Dir: "ltr", Messages: Messages{
+		Title:        "{app} is waking up",
+		ErrorTitle:   "{app} could not be started",
+		DefaultApp:   "The application",
+		Lead:         "The application was put to sleep because nobody was using it. This page opens it as soon as it is ready.",
+		GoingToSleep: "Going to sleep, will wake up right after.",
+		Waking:       "Waking up. This can take a minute or two.",
+		Almost:       "Almost ready: the application is starting.",
+		Error:        "The application could not be started. This page keeps checking and opens it once it answers.",
+		Elapsed:      "Waiting for {n} s",
+		RequestID:    "Request ID",
+		Node:         "Node",
+		NoScript:     "JavaScript is turned off: this page reloads itself every few seconds instead.",
+	}},
+	{Tag: language.French, Dir: "ltr", Messages: Messages{
+		Title:        "{app} se réveille",
+		ErrorTitle:   "{app} n’a pas pu démarrer",
+		DefaultApp:   "L’application",
+		Lead:         "L’application a été mise en veille faute d’utilisation. Cette page l’ouvrira dès qu’elle sera prête.",
+		GoingToSleep: "Mise en veille en cours, elle se réveillera juste après.",
+		Waking:       "Réveil en cours. Cela peut prendre une minute ou deux.",
+		Almost:       "Presque prête : l’application démarre.",
+		Error:        "L’application n’a pas pu démarrer. Cette page continue de vérifier et l’ouvrira dès qu’elle répondra.",
+		Elapsed:      "En attente depuis {n} s",
+		RequestID:    "Identifiant de requête",
+		Node:         "Nœud",
+		NoScript:     "JavaScript est désactivé : cette page se recharge d’elle-même à intervalles réguliers.",
+	}},
+	{Tag: language.German, Dir: "ltr", Messages: Messages{
+		Title:        "{app} wacht auf",
+		ErrorTitle:   "{app} konnte nicht gestartet werden",
+		DefaultApp:   "Die Anwendung",
+		Lead:         "Die Anwendung wurde schlafen gelegt, weil sie niemand genutzt hat. Diese Seite öffnet sie, sobald sie bereit ist.",
+		GoingToSleep: "Wird gerade schlafen gelegt und gleich danach wieder geweckt.",
+		Waking:       "Wird geweckt. Das kann ein bis zwei Minuten dauern.",
+		Almost:       "Fast bereit: Die Anwendung startet.",
+		Error:        "Die Anwendung konnte nicht gestartet werden. Diese Seite prüft weiter und öffnet sie, sobald sie antwortet.",
+		Elapsed:      "Wartezeit: {n} s",
+		RequestID:    "Anfrage-ID",
+		Node:         "Knoten",
+		NoScript:     "JavaScript ist deaktiviert: Diese Seite lädt sich stattdessen alle paar Sekunden neu.",
+	}},
+	{Tag: language.Spanish, Dir: "ltr", Messages: Messages{
+		Title:        "{app} se está despertando",
+		ErrorTitle:   "{app} no se pudo iniciar",
+		DefaultApp:   "La aplicación",
+		Lead:         "La aplicación se puso en reposo porque nadie la usaba. Esta página la abrirá en cuanto esté lista.",
+		GoingToSleep: "Entrando en reposo; se despertará justo después.",
+		Waking:       "Despertando. Puede tardar uno o dos minutos.",
+		Almost:       "Casi lista: la aplicación se está iniciando.",
+		Error:        "No se pudo iniciar la aplicación. Esta página sigue comprobando y la abrirá en cuanto responda.",
+		Elapsed:      "Esperando desde hace {n} s",
+		RequestID:    "ID de solicitud",
+		Node:         "Nodo",
+		NoScript:     "JavaScript está desactivado: esta página se recarga sola cada pocos segundos.",
+	}},
+	{Tag: language.Italian, Dir: "ltr", Messages: Messages{
+		Title:        "{app} si sta risvegliando",
+		ErrorTitle:   "{app}: avvio non riuscito",
+		DefaultApp:   "L’applicazione",
+		Lead:         "L’applicazione è stata sospesa perché nessuno la usava. Questa pagina la aprirà appena sarà pronta.",
+		GoingToSleep: "Sospensione in corso; si risveglierà subito dopo.",
+		Waking:       "Risveglio in corso. Può richiedere un paio di minuti.",
+		Almost:       "Quasi pronta: l’applicazione si sta avviando.",
+		Error:        "Impossibile avviare l’applicazione. Questa pagina continua a controllare e la aprirà appena risponderà.",
+		Elapsed:      "In attesa da {n} s",
+		RequestID:    "ID richiesta",
+		Node:         "Nodo",
+		NoScript:     "JavaScript è disattivato: questa pagina si ricarica da sola ogni pochi secondi.",
+	}},
+	{Tag: language.Portuguese, Dir: "ltr", Messages: Messages{
+		Title:        "{app} está acordando",
+		ErrorTitle:   "{app}: não foi possível iniciar",
+		DefaultApp:   "A aplicação",
+		Lead:         "A aplicação foi colocada em repouso porque ninguém a usava. Esta página vai abri-la assim que estiver pronta.",
+		GoingToSleep: "Entrando em repouso; vai acordar logo em seguida.",
+		Waking:       "Acordando. Isso pode levar um ou dois minutos.",
+		Almost:       "Quase pronta: a aplicação está iniciando.",
+		Error:        "Não foi possível iniciar a aplicação. Esta página continua verificando e vai abri-la assim que responder.",
+		Elapsed:      "Aguardando há {n} s",
+		RequestID:    "ID da requisição",
+		Node:         "Nó",
+		NoScript:     "O JavaScript está desativado: esta página se recarrega sozinha a cada poucos segundos.",
+	}},
+	{Tag: language.Dutch, Dir: "ltr", Messages: Messages{
+		Title:        "{app} wordt gewekt",
+		ErrorTitle:   "{app} kon niet worden gestart",
+		DefaultApp:   "De applicatie",
+		Lead:         "De applicatie is in slaap gebracht omdat niemand haar gebruikte. Deze pagina opent haar zodra ze klaar is.",
+		GoingToSleep: "Gaat nu slapen en wordt direct daarna weer gewekt.",
+		Waking:       "Wordt gewekt. Dit kan een à twee minuten duren.",
+		Almost:       "Bijna klaar: de applicatie start op.",
+		Error:        "De applicatie kon niet worden gestart. Deze pagina blijft controleren en opent haar zodra ze antwoordt.",
+		Elapsed:      "Wacht al {n} s",
+		RequestID:    "Verzoek-ID",
+		Node:         "Node",
+		NoScript:     "JavaScript staat uit: deze pagina herlaadt zichzelf om de paar seconden.",
+	}},
+	{Tag: language.Polish, Dir: "ltr", Messages: Messages{
+		Title:        "{app} – trwa wybudzanie",
+		ErrorTitle:   "{app} – nie udało się uruchomić",
+		DefaultApp:   "Aplikacja",
+		Lead:         "Aplikacja została uśpiona, bo nikt z niej nie korzystał. Ta strona otworzy ją, gdy tylko będzie gotowa.",
+		GoingToSleep: "Trwa usypianie; zaraz potem nastąpi wybudzenie.",
+		Waking:       "Trwa wybudzanie. Może to potrwać minutę lub dwie.",
+		Almost:       "Prawie gotowe: aplikacja się uruchamia.",
+		Error:        "Nie udało się uruchomić aplikacji. Ta strona nadal sprawdza i otworzy ją, gdy tylko zacznie odpowiadać.",
+		Elapsed:      "Czekanie: {n} s",
+		RequestID:    "ID żądania",
+		Node:         "Węzeł",
+		NoScript:     "JavaScript jest wyłączony: ta strona odświeża się sama co kilka sekund.",
+	}},
+	{Tag: language.Japanese, Dir: "ltr", Messages: Messages{
+		Title:        "{app} を起動しています",
+		ErrorTitle:   "{app} を起動できませんでした",
+		DefaultApp:   "アプリケーション",
+		Lead:         "利用がなかったため、アプリケーションはスリープしていました。準備ができしだい、このページから自動的に開きます。",
+		GoingToSleep: "スリープ処理中です。完了後すぐに起動します。",
+		Waking:       "起動しています。1〜2分かかることがあります。",
+		Almost:       "まもなく準備完了です。アプリケーションが起動中です。",
+		Error:        "アプリケーションを起動できませんでした。このページは確認を続け、応答があればすぐに開きます。",
+		Elapsed:      "待機時間 {n} 秒",
+		RequestID:    "リクエストID",
+		Node:         "ノード",
+		NoScript:     "JavaScript が無効です。このページは数秒ごとに自動で再読み込みされます。",
+	}},
+	{Tag: language.SimplifiedChinese, Dir: "ltr", Messages: Messages{
+		Title:        "{app} 正在唤醒",
+		ErrorTitle:   "{app} 无法启动",
+		DefaultApp:   "该应用",
+		Lead:         "由于长时间无人使用，该应用已进入休眠。准备就绪后，本页面会自动打开它。",
+		GoingToSleep: "正在进入休眠，完成后将立即唤醒。",
+		Waking:       "正在唤醒，可能需要一两分钟。",
+		Almost:       "即将就绪：应用正在启动。",
+		Error:        "应用无法启动。本页面会继续检查，一旦应用响应便立即打开。",
+		Elapsed:      "已等待 {n} 秒",
+		RequestID:    "请求 ID",
+		Node:         "节点",
+		NoScript:     "JavaScript 已禁用：本页面将每隔几秒自动刷新。",
+	}},
+	{Tag: language.Arabic, Dir: "rtl", Messages: Messages{
+		Title:        "جارٍ إيقاظ {app}",
+		ErrorTitle:   "تعذّر تشغيل {app}",
+		DefaultApp:   "التطبيق",
+		Lead:         "وُضع التطبيق في وضع السكون لعدم استخدامه. ستفتحه هذه الصفحة فور جاهزيته.",
+		GoingToSleep: "جارٍ إدخاله في وضع السكون، وسيُوقَظ مباشرةً بعد ذلك.",
+		Waking:       "جارٍ الإيقاظ. قد يستغرق ذلك دقيقة أو دقيقتين.",
+		Almost:       "أوشك على الجاهزية: التطبيق قيد التشغيل.",
+		Error:        "تعذّر تشغيل التطبيق. تواصل هذه الصفحة التحقق وستفتحه فور استجابته.",
+		Elapsed:      "مدة الانتظار: {n} ثانية",
+		RequestID:    "معرّف الطلب",
+		Node:         "العقدة",
+		NoScript:     "JavaScript معطّل: ستُعيد هذه الصفحة تحميل نفسها كل بضع ثوانٍ.",
+	}},
+	{Tag: language.Hebrew, Dir: "rtl", Messages: Messages{
+		Title:        "מעירים את {app}",
+		ErrorTitle:   "לא ניתן היה להפעיל את {app}",
+		DefaultApp:   "היישום",
+		Lead:         "היישום הועבר למצב שינה כי איש לא השתמש בו. דף זה יפתח אותו ברגע שיהיה מוכן.",
+		GoingToSleep: "עובר למצב שינה, ויתעורר מיד לאחר מכן.",
+		Waking:       "מתעורר. זה עשוי לקחת דקה או שתיים.",
+		Almost:       "כמעט מוכן: היישום עולה.",
+		Error:        "לא ניתן היה להפעיל את היישום. דף זה ממשיך לבדוק ויפתח אותו ברגע שיגיב.",
+		Elapsed:      "זמן המתנה: {n} שניות",
+		RequestID:    "מזהה בקשה",
+		Node:         "צומת",
+		NoScript:     "JavaScript כבוי: דף זה נטען מחדש מעצמו כל כמה שניות.",
+	}},
+}
+
+// fill replaces the placeholder in msg with value.
+func fill(msg, placeholder, value string) string {
+	return strings.Replace(msg, placeholder, value, 1)
+}
+
+// around splits msg at the placeholder, so the value can be wrapped in its own element.
+func around(msg, placeholder string) (before, after string) {
+	before, after, _ = strings.Cut(msg, placeholder)
+	return before, after
+}

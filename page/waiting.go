@@ -1,0 +1,142 @@
+// Package page renders the HTML pages that reaper answers in place of an app: for now the waiting page a
+// browser gets while the app it asked for is asleep. Pages are templ components, so the templates of
+// operators (package templates) and a future dashboard can reuse their pieces.
+//
+// The waiting page is self-contained: no external script, stylesheet, font or image, light and dark from
+// prefers-color-scheme, twelve languages chosen from Accept-Language. It polls its own URL with a HEAD
+// request marked `CleverCloud-Reaper: poll` and reloads itself as soon as the app itself answers.
+package page
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/a-h/templ"
+)
+
+// Default poll intervals of the waiting page, and the bounds any configured interval is clamped to.
+const (
+	DefaultPollInterval      = 5 * time.Second
+	DefaultErrorPollInterval = 30 * time.Second
+	// MinPollInterval keeps a misconfiguration from making every waiting browser hammer the gateway.
+	MinPollInterval = 50 * time.Millisecond
+	// MaxPollInterval stays far below the largest delay JavaScript's setTimeout accepts (about 24.8
+	// days), beyond which browsers fire the timer at once.
+	MaxPollInterval = time.Hour
+)
+
+// States of the page, exposed as the data-state attribute of <html> for CSS and tests.
+const (
+	StateWaiting = "waiting" // the gateway answers the polls: the app sleeps, goes to sleep or wakes up
+	StateAlmost  = "almost"  // the gateway lets polls through but the app does not answer yet
+	StateError   = "error"   // the app could not be started; the page polls every ErrorPollInterval
+)
+
+// ErrRender means the page could not be rendered; it wraps the cause.
+var ErrRender = errors.New("page: render waiting page")
+
+// Waiting is what the waiting page shows. Every string is escaped when rendered.
+type Waiting struct {
+	// RouteName names the route; it is shown when AppName is empty.
+	RouteName string
+	// AppName is the name shown in the heading. When both names are empty the page says "the
+	// application" in its language.
+	AppName string
+	// AppID identifies the app for operators' templates and dashboards; the default page does not show
+	// it, since a visitor has no use for it.
+	AppID string
+	// Status is the reaper status of the app: WaitingForShutdown, Down, WaitingForUp or Error. It picks
+	// the initial state; the page updates it from the polls.
+	Status string
+	// RequestID and Node go into the footer, so a screenshot a user sends can be traced to a log line.
+	RequestID, Node string
+	// PollInterval is the time between two polls (0 → DefaultPollInterval); ErrorPollInterval the time
+	// between two polls once the app is in Error (0 → DefaultErrorPollInterval). Both are clamped to
+	// [MinPollInterval, MaxPollInterval].
+	PollInterval, ErrorPollInterval time.Duration
+}
+
+// RenderWaiting renders the waiting page in the best language for acceptLanguage (an Accept-Language
+// header value, possibly empty or malformed: English then) into a buffer and returns the bytes, so a failed
+// render never leaves half a page on the wire. It does not block beyond the rendering itself and can be
+// called concurrently. If ctx carries a CSP nonce (templ.WithNonce), the inline style and script carry it.
+// An error wraps ErrRender.
+func RenderWaiting(ctx context.Context, w Waiting, acceptLanguage string) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(8 << 10)
+	if err := WaitingPage(w, LocaleFor(acceptLanguage)).Render(ctx, &buf); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRender, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// State is the initial data-state of the page for the status: StateError for Error, StateAlmost for Up (the
+// gateway sees the app up, yet answered in its place), StateWaiting for every other status.
+func (w Waiting) State() string {
+	switch w.Status {
+	case "Error":
+		return StateError
+	case "Up":
+		return StateAlmost
+	default:
+		return StateWaiting
+	}
+}
+
+// DisplayName is the name the page shows: AppName, else RouteName, else fallback.
+func (w Waiting) DisplayName(fallback string) string {
+	switch {
+	case w.AppName != "":
+		return w.AppName
+	case w.RouteName != "":
+		return w.RouteName
+	default:
+		return fallback
+	}
+}
+
+// pollMillis is the normal poll interval in milliseconds, as the page script uses it.
+func (w Waiting) pollMillis() int64 {
+	return clampInterval(w.PollInterval, DefaultPollInterval).Milliseconds()
+}
+
+// errorPollMillis is the poll interval in Error, in milliseconds.
+func (w Waiting) errorPollMillis() int64 {
+	return clampInterval(w.ErrorPollInterval, DefaultErrorPollInterval).Milliseconds()
+}
+
+// refreshSeconds is the delay of the <noscript> meta refresh: the poll interval of the initial state,
+// rounded up to whole seconds since that is all a meta refresh takes.
+func (w Waiting) refreshSeconds() string {
+	d := clampInterval(w.PollInterval, DefaultPollInterval)
+	if w.State() == StateError {
+		d = clampInterval(w.ErrorPollInterval, DefaultErrorPollInterval)
+	}
+	return strconv.Itoa(int(math.Ceil(d.Seconds())))
+}
+
+// nonceAttr is the nonce attribute of the inline style and script when ctx carries a CSP nonce, else none.
+func nonceAttr(ctx context.Context) templ.Attributes {
+	if n := templ.GetNonce(ctx); n != "" {
+		return templ.Attributes{"nonce": n}
+	}
+	return nil
+}
+
+func clampInterval(d, def time.Duration) time.Duration {
+	switch {
+	case d <= 0:
+		return def
+	case d < MinPollInterval:
+		return MinPollInterval
+	case d > MaxPollInterval:
+		return MaxPollInterval
+	default:
+		return d
+	}
+}
