@@ -1,0 +1,430 @@
+package reaper
+
+import (
+	"time"
+
+	"github.com/reapergw/reaper/paas"
+)
+
+// Action is what the job must ask the platform after a decision.
+type Action string
+
+// The actions Decide returns.
+const (
+	ActionNone  Action = ""
+	ActionStart Action = "start"
+	ActionStop  Action = "stop"
+)
+
+// RestartAfter is how long a start may make no visible progress (no deployment of
+// ours, the platform still saying SHOULD_BE_DOWN) before it is sent again: a start
+// call the platform accepted can still be lost.
+const RestartAfter = 60 * time.Second
+
+// DeploymentSlack widens what counts as the deployment our start or stop caused:
+// one dated at or after ActionAt − DeploymentSlack. The platform dates a deployment
+// with its own clock, which may run a little behind ours.
+const DeploymentSlack = 10 * time.Second
+
+// Input is what the job knows of the app besides its record.
+type Input struct {
+	// Observation is the platform's state, with the last deployment when the job
+	// read it (see NeedsDeployment). A nil Deployment means "none".
+	Observation paas.Observation
+	// LastAccess is the latest request on the app, over every node (zero: never).
+	LastAccess time.Time
+	// Busy: requests in flight, open connections (WebSocket, downloads) or held
+	// requests on some node.
+	Busy bool
+	// WakeAsked: a wake ask is pending.
+	WakeAsked bool
+}
+
+// Policy is the merged configuration of the routes that manage the app: the
+// longest grace period and fail timeout, every route's keep-up ranges. Durations
+// are expected positive.
+type Policy struct {
+	// GracePeriod is the idle time before the app is put to sleep.
+	GracePeriod time.Duration
+	// FailTimeout bounds a start or a stop; past it the app goes to Error.
+	FailTimeout time.Duration
+	// MustBeUp are the keep-up windows.
+	MustBeUp []Range
+}
+
+// Causes that callers (history, events, tests) may compare with.
+const (
+	CauseReset           = "reset by an operator"
+	CauseWakeAsked       = "woken: a wake was asked"
+	CauseKeepUp          = "woken: inside a keep-up range"
+	CauseStartTimeout    = "did not wake up within the fail timeout"
+	CauseStopTimeout     = "did not stop within the fail timeout"
+	CauseNotShutdownable = "the platform says it must not be stopped"
+)
+
+// Decide is the reaper's decision for one app: from its record, what the job knows
+// of it and the time, the new record and the action to send to the platform. It is
+// pure (no clock, no I/O) and total: any status and any input give a record whose
+// status is one of Statuses.
+//
+// The returned record always has LastCheckAt = now and PlatformState = the
+// observed state. When its status differs from rec's, LastStatusUpdate = now, Cause
+// says why, ErrorCause is set in Error and cleared elsewhere, LastUpAt = now on
+// entering Up and LastDownAt = now on entering Down.
+//
+// A decision that lands in Down while a wake is asked or a keep-up range is open,
+// with the platform saying SHOULD_BE_DOWN, goes on to WaitingForUp and a start in
+// the same call, to lose no time. Only the final record is returned: its status
+// change is one history entry (from rec.Status to WaitingForUp), and the Down it
+// went through shows only as LastDownAt = now.
+//
+// Guarantees the callers rely on: ActionStart is never returned while the platform
+// says SHOULD_BE_UP or WANTS_TO_BE_UP (on Clever Cloud a start restarts a running
+// app); ActionStop is returned only for a record in Up, with the platform saying
+// SHOULD_BE_UP and not NotShutdownable, when Idle holds.
+func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
+	state := in.Observation.State
+	out := rec
+	out.LastCheckAt = now
+	out.PlatformState = state
+
+	// Error means hands off: the app may well be running, and only an operator
+	// knows whether the cause is gone. Reset puts it back in WaitingForInit.
+	if rec.Status == StatusError {
+		return out, ActionNone
+	}
+	// Any other platform state (MODERATED, DEFAULT_OF_PAYMENT, …) means the
+	// platform itself has a reason to hold the app: starting or stopping it could
+	// fight the platform, so an operator must look.
+	if !knownState(state) {
+		return enter(out, StatusError, unexpectedStateCause(state), now), ActionNone
+	}
+
+	var act Action
+	switch rec.Status {
+	case StatusWaitingForInit:
+		out = decideInit(out, in, now)
+	case StatusUp:
+		out, act = decideUp(out, in, now, p)
+	case StatusWaitingForShutdown:
+		out = decideShutdown(out, in, now, p)
+	case StatusDown:
+		out = decideDown(out, state, now)
+	case StatusWaitingForUp:
+		out, act = decideWaitingForUp(out, in, now, p)
+	default:
+		// A status this function does not know (a newer record read by an older
+		// node, a corrupt record): keep our hands off, visibly.
+		return enter(out, StatusError, "unknown reaper status "+quoteOrEmpty(string(rec.Status)), now), ActionNone
+	}
+
+	// Down and someone wants the app: start it. This is the Down rule, and it also
+	// chains every decision that lands in Down (a stop that just finished while a
+	// request was waiting: "wait for the stop, then start again"). Only when the
+	// platform says SHOULD_BE_DOWN: a start on an app that WANTS_TO_BE_UP could
+	// restart it; the next look sees it move to WaitingForUp or SHOULD_BE_DOWN.
+	if out.Status == StatusDown && state == paas.StateShouldBeDown && act == ActionNone {
+		if cause := wakeCause(in, now, p); cause != "" {
+			out = enter(out, StatusWaitingForUp, cause, now)
+			out.ActionAt, out.StartSentAt, out.RetryStart = now, now, false
+			act = ActionStart
+		}
+	}
+	return out, act
+}
+
+// decideInit places an app seen for the first time (or after a reset) where the
+// platform says it is. It never acts: whether it should sleep is the next look's
+// business, once LastUpAt gives it a full grace period.
+func decideInit(r Record, in Input, now time.Time) Record {
+	switch in.Observation.State {
+	case paas.StateShouldBeUp:
+		return enter(r, StatusUp, "the platform says it is up", now)
+	case paas.StateShouldBeDown:
+		return enter(r, StatusDown, "the platform says it is down", now)
+	}
+	// WANTS_TO_BE_UP: starting, or a start that ended badly; the last deployment
+	// tells which.
+	dep := in.Observation.Deployment
+	switch deploymentKind(dep) {
+	case depFail:
+		return enter(r, StatusError, withDeploymentCause("the last deployment failed", dep), now)
+	case depCancelled:
+		return enter(r, StatusDown, "the last deployment was cancelled", now)
+	case depOK:
+		// Finished, yet the app is not up: treat it as stopped, so a request
+		// wakes it the normal way.
+		return enter(r, StatusDown, "the last deployment ended but the app is not up", now)
+	}
+	r = enter(r, StatusWaitingForUp, "starting from outside", now)
+	r.ActionAt = now
+	return r
+}
+
+// decideUp follows the platform's word on a running app, and stops it once idle.
+func decideUp(r Record, in Input, now time.Time, p Policy) (Record, Action) {
+	switch in.Observation.State {
+	case paas.StateShouldBeDown:
+		// Stopped from the console, or crashed: believe it.
+		return enter(r, StatusDown, "stopped from outside", now), ActionNone
+	case paas.StateWantsToBeUp:
+		// Redeployed or restarted from outside: requests must wait for it.
+		r = enter(r, StatusWaitingForUp, "restarting from outside", now)
+		r.ActionAt = now
+		return r, ActionNone
+	}
+	if !Idle(r, in, now, p) {
+		return r, ActionNone
+	}
+	if in.Observation.NotShutdownable {
+		// The platform says the app must never be stopped: obey, and say why it
+		// stays up although idle.
+		r.Cause = CauseNotShutdownable
+		return r, ActionNone
+	}
+	dep := in.Observation.Deployment
+	switch deploymentKind(dep) {
+	case depRunning:
+		// A deployment is running (a redeploy from outside): stopping now would
+		// cut it; look again next time.
+		return r, ActionNone
+	case depFail:
+		// A stopped app is started again from its last deployment: if that one
+		// failed, the app would not come back.
+		return enter(r, StatusError, "the last deployment failed: it cannot be put to sleep safely", now), ActionNone
+	case depCancelled:
+		return enter(r, StatusError, "the last deployment was cancelled: it cannot be put to sleep safely", now), ActionNone
+	}
+	r = enter(r, StatusWaitingForShutdown, "idle for "+p.GracePeriod.String(), now)
+	r.ActionAt = now
+	return r, ActionStop
+}
+
+// decideShutdown waits for our stop to show. SHOULD_BE_UP lingers for a while
+// after a stop, so it is not a failure until the fail timeout.
+func decideShutdown(r Record, in Input, now time.Time, p Policy) Record {
+	switch in.Observation.State {
+	case paas.StateShouldBeDown:
+		return enter(r, StatusDown, "stopped", now)
+	case paas.StateWantsToBeUp:
+		r = enter(r, StatusWaitingForUp, "restarting from outside", now)
+		r.ActionAt = now
+		return r
+	}
+	if now.Sub(r.ActionAt) >= p.FailTimeout {
+		return enter(r, StatusError, CauseStopTimeout, now)
+	}
+	return r
+}
+
+// decideDown follows the platform's word on a stopped app. Starting it on demand
+// is the chaining step of Decide.
+func decideDown(r Record, state paas.State, now time.Time) Record {
+	switch state {
+	case paas.StateShouldBeUp:
+		// Started from outside: LastUpAt = now gives it a full grace period.
+		return enter(r, StatusUp, "started from outside", now)
+	case paas.StateWantsToBeUp:
+		r = enter(r, StatusWaitingForUp, "starting from outside", now)
+		r.ActionAt = now
+		return r
+	}
+	return r
+}
+
+// decideWaitingForUp follows a start. Only a deployment dated from the start on
+// (with DeploymentSlack) tells about it; an older one is the past.
+//
+// The fail timeout ends the waits, not the outcomes: an app seen up, or a start
+// seen failed or cancelled, gets that status even when the look comes late. An app
+// that is up is better Up (it will sleep again) than in Error (kept awake until an
+// operator resets it).
+func decideWaitingForUp(r Record, in Input, now time.Time, p Policy) (Record, Action) {
+	var dep *paas.Deployment
+	// An UNDEPLOY is a stop: the one that put the app to sleep may well be dated
+	// within the slack of our start, and it is never our start's deployment.
+	if d := in.Observation.Deployment; d != nil && !d.At.Before(r.ActionAt.Add(-DeploymentSlack)) && d.Action != "UNDEPLOY" {
+		dep = d
+	}
+	kind := deploymentKind(dep)
+	wait := func() (Record, Action) {
+		if now.Sub(r.ActionAt) >= p.FailTimeout {
+			return enter(r, StatusError, CauseStartTimeout, now), ActionNone
+		}
+		return r, ActionNone
+	}
+	// A failed start of ours is final whatever the state says.
+	if kind == depFail {
+		return enter(r, StatusError, withDeploymentCause("the start failed", dep), now), ActionNone
+	}
+	switch in.Observation.State {
+	case paas.StateShouldBeUp:
+		if kind == depRunning {
+			// Instances may answer before the deployment ends; wait for it.
+			return wait()
+		}
+		// LastUpAt = now: a woken app gets a full grace period.
+		return enter(r, StatusUp, "woke up", now), ActionNone
+	case paas.StateWantsToBeUp:
+		if kind == depCancelled {
+			return enter(r, StatusDown, "the start was cancelled", now), ActionNone
+		}
+		return wait()
+	}
+	// SHOULD_BE_DOWN: the platform says so until the deployment begins.
+	switch kind {
+	case depCancelled:
+		return enter(r, StatusDown, "the start was cancelled", now), ActionNone
+	case depNone:
+		// No sign of our start yet. If the start call itself failed (RetryStart),
+		// send it now; past RestartAfter since the last start sent (or since the
+		// action began, for a start we did not send), send it again. ActionAt
+		// stays, so the fail timeout still counts from the first.
+		if (r.RetryStart || now.Sub(latest(r.StartSentAt, r.ActionAt)) >= RestartAfter) && now.Sub(r.ActionAt) < p.FailTimeout {
+			r.StartSentAt, r.RetryStart = now, false
+			return r, ActionStart
+		}
+	case depOK:
+		// Our start finished, yet the platform says down: the app came up and was
+		// stopped (from outside, or it crashed) before we looked. It is down.
+		return enter(r, StatusDown, "stopped right after it woke up", now), ActionNone
+	}
+	// In progress: wait.
+	return wait()
+}
+
+// Reset is the operator's reset: back to WaitingForInit, so the next look places
+// the app where the platform says it is. The clocks are kept. It never fails and
+// may be repeated.
+func Reset(rec Record, now time.Time) Record {
+	return enter(rec, StatusWaitingForInit, CauseReset, now)
+}
+
+// Idle reports whether the app may be put to sleep: not Busy, outside every
+// keep-up range, and now − max(LastAccess, rec.LastUpAt) ≥ GracePeriod. Counting
+// from LastUpAt gives an app that just came up (woken, or started from outside) a
+// full grace period even when its last request is older.
+func Idle(rec Record, in Input, now time.Time, p Policy) bool {
+	if in.Busy || p.KeepUp(now) {
+		return false
+	}
+	return now.Sub(latest(in.LastAccess, rec.LastUpAt)) >= p.GracePeriod
+}
+
+// ReapAt is when the app becomes idle if nothing happens (the admin API's reap_at):
+// max(LastAccess, LastUpAt) + GracePeriod. It is zero when the app is Busy or not
+// Up. Keep-up ranges and NotShutdownable are not taken into account: the app may
+// stay up past ReapAt for those.
+func ReapAt(rec Record, in Input, p Policy) time.Time {
+	if in.Busy || rec.Status != StatusUp {
+		return time.Time{}
+	}
+	return latest(in.LastAccess, rec.LastUpAt).Add(p.GracePeriod)
+}
+
+// NeedsDeployment says whether Decide would look at the last deployment for this
+// record and platform state, so the job reads it (one API call per app on Clever
+// Cloud) only then. When it is false, Decide gives the same result whatever
+// in.Observation.Deployment holds. state is the state the job observed; the rest
+// of in is used as Decide uses it.
+func NeedsDeployment(rec Record, state paas.State, in Input, now time.Time, p Policy) bool {
+	if !knownState(state) {
+		return false
+	}
+	switch rec.Status {
+	case StatusWaitingForInit:
+		return state == paas.StateWantsToBeUp
+	case StatusUp:
+		return state == paas.StateShouldBeUp && !in.Observation.NotShutdownable && Idle(rec, in, now, p)
+	case StatusWaitingForUp:
+		return true
+	}
+	return false
+}
+
+// enter moves r to status s for cause, keeping the clocks that say when.
+func enter(r Record, s Status, cause string, now time.Time) Record {
+	if r.Status != s {
+		r.LastStatusUpdate = now
+		switch s {
+		case StatusUp:
+			r.LastUpAt = now
+		case StatusDown:
+			r.LastDownAt = now
+		}
+	}
+	r.Status = s
+	r.Cause = cause
+	r.ErrorCause = ""
+	if s == StatusError {
+		r.ErrorCause = cause
+	}
+	return r
+}
+
+// wakeCause says why a sleeping app must start, or "" if it may sleep on.
+func wakeCause(in Input, now time.Time, p Policy) string {
+	switch {
+	case in.WakeAsked:
+		return CauseWakeAsked
+	case p.KeepUp(now):
+		return CauseKeepUp
+	}
+	return ""
+}
+
+type depKind int
+
+const (
+	depNone depKind = iota
+	depRunning
+	depOK
+	depFail
+	depCancelled
+)
+
+// deploymentKind sorts a deployment. A state we do not know is taken as not
+// finished: waiting is the safe reading, and the fail timeout bounds it.
+func deploymentKind(d *paas.Deployment) depKind {
+	if d == nil {
+		return depNone
+	}
+	switch d.State {
+	case paas.DeploymentOK:
+		return depOK
+	case paas.DeploymentFail:
+		return depFail
+	case paas.DeploymentCancelled:
+		return depCancelled
+	}
+	return depRunning
+}
+
+func withDeploymentCause(msg string, d *paas.Deployment) string {
+	if d != nil && d.Cause != "" {
+		return msg + ": " + d.Cause
+	}
+	return msg
+}
+
+func knownState(s paas.State) bool {
+	return s == paas.StateShouldBeUp || s == paas.StateShouldBeDown || s == paas.StateWantsToBeUp
+}
+
+func unexpectedStateCause(s paas.State) string {
+	return "unexpected platform state " + quoteOrEmpty(string(s))
+}
+
+func quoteOrEmpty(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	return s
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,106 @@
+// Package reaper puts apps nobody uses to sleep and wakes them on the next request.
+//
+// It holds the reaper plugin (request classification, holding, the answers given
+// while an app sleeps), app records and statuses, the pure decision function Decide,
+// the job that applies decisions through a paas.Client, wake asks, traffic
+// accounting, and the Store interface with its in-memory implementation.
+package reaper
+
+import (
+	"time"
+
+	"github.com/reapergw/reaper/paas"
+)
+
+// Status is where an app stands for the reaper.
+type Status string
+
+// The six statuses of the reference protocol. Their names are part of the wire
+// protocol (the CleverCloud-Reaper-Status header) and must not change.
+const (
+	// WaitingForInit: known to a route, never observed yet.
+	StatusWaitingForInit Status = "WaitingForInit"
+	// Up: running; requests go through.
+	StatusUp Status = "Up"
+	// WaitingForShutdown: the reaper asked the platform to stop it.
+	StatusWaitingForShutdown Status = "WaitingForShutdown"
+	// Down: stopped.
+	StatusDown Status = "Down"
+	// WaitingForUp: starting.
+	StatusWaitingForUp Status = "WaitingForUp"
+	// Error: the reaper keeps its hands off until an operator resets it; requests go
+	// through (the app may well be running).
+	StatusError Status = "Error"
+)
+
+// Statuses lists every status, for exhaustive tests and documentation.
+var Statuses = []Status{
+	StatusWaitingForInit, StatusUp, StatusWaitingForShutdown,
+	StatusDown, StatusWaitingForUp, StatusError,
+}
+
+// Asleep reports whether requests cannot go through now: Down, WaitingForShutdown
+// or WaitingForUp.
+func (s Status) Asleep() bool {
+	return s == StatusDown || s == StatusWaitingForShutdown || s == StatusWaitingForUp
+}
+
+// Transitional reports whether the app is between two stable statuses, so the job
+// looks at it on every fast tick.
+func (s Status) Transitional() bool {
+	return s == StatusWaitingForInit || s == StatusWaitingForShutdown || s == StatusWaitingForUp
+}
+
+// Marker is the value of the CleverCloud-Reaper-Status header for an answer given
+// while the app is in this status: the status itself while asleep or in error,
+// "Up" otherwise.
+func (s Status) Marker() string {
+	switch s {
+	case StatusWaitingForShutdown, StatusDown, StatusWaitingForUp, StatusError:
+		return string(s)
+	}
+	return string(StatusUp)
+}
+
+// Record is what the reaper knows of one app. The leader writes it after each
+// decision; every node reads it to answer requests.
+type Record struct {
+	AppID string `json:"app_id"`
+	Owner string `json:"owner_id,omitempty"`
+	Name  string `json:"name,omitempty"`
+
+	Status Status `json:"status"`
+	// Cause says why the app reached its status ("idle for 15m0s", "woken by a
+	// request", "stopped from outside").
+	Cause string `json:"cause,omitempty"`
+	// ErrorCause says what went wrong, in Error.
+	ErrorCause string `json:"error_cause,omitempty"`
+	// PlatformState is the platform's state at the last observation.
+	PlatformState paas.State `json:"clever_state,omitempty"`
+
+	LastStatusUpdate time.Time `json:"last_status_update"`
+	LastUpAt         time.Time `json:"last_up_at"`
+	LastDownAt       time.Time `json:"last_down_at"`
+	// ActionAt is when the reaper's current start or stop began; the fail timeout
+	// counts from it, and a start sent again after no progress keeps it.
+	ActionAt time.Time `json:"action_at"`
+	// StartSentAt is when the last start call was sent (the 60 s no-progress rule).
+	StartSentAt time.Time `json:"start_sent_at"`
+	// RetryStart is set when the last start call failed for a passing reason (rate
+	// limit, busy app, platform error): the next look sends it again at once.
+	RetryStart  bool      `json:"retry_start,omitempty"`
+	LastCheckAt time.Time `json:"last_check_at"`
+
+	// Term is the Raft term of the leader that wrote the record (0 on a single
+	// node). A store refuses to replace a record with one of an older term.
+	Term uint64 `json:"term"`
+}
+
+// Transition is one change of status, kept in the app's history.
+type Transition struct {
+	AppID string    `json:"app_id"`
+	From  Status    `json:"from"`
+	To    Status    `json:"to"`
+	Cause string    `json:"cause"`
+	At    time.Time `json:"at"`
+}
