@@ -1,0 +1,162 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reapergw/reaper/reaper"
+)
+
+func mustLock(t *testing.T, s reaper.Store, app string, ttl time.Duration) reaper.Lock {
+	t.Helper()
+	l, err := s.Lock(t.Context(), app, ttl)
+	if err != nil {
+		t.Fatalf("Lock(%s): %v", app, err)
+	}
+	if l == nil {
+		t.Fatalf("Lock(%s) returned a nil Lock and no error", app)
+	}
+	return l
+}
+
+func expectLocked(t *testing.T, s reaper.Store, app string) {
+	t.Helper()
+	l, err := s.Lock(t.Context(), app, time.Minute)
+	if !errors.Is(err, reaper.ErrLocked) {
+		if err == nil {
+			_ = l.Release(t.Context())
+		}
+		t.Fatalf("Lock(%s) while another holds it = %v, want ErrLocked", app, err)
+	}
+}
+
+// waitUntil waits for the clock, not for a condition: TTL tests need time to pass.
+func waitUntil(t *testing.T, at time.Time) {
+	select {
+	case <-time.After(time.Until(at)):
+	case <-t.Context().Done():
+	}
+}
+
+func testLockExclusive(t *testing.T, s reaper.Store) {
+	l := mustLock(t, s, "a", time.Minute)
+	expectLocked(t, s, "a")
+	other := mustLock(t, s, "b", time.Minute) // locks are per app
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("a second Release = %v, want nil", err)
+	}
+	l2 := mustLock(t, s, "a", time.Minute)
+	// The old holder's Release must not free the new holder's lock.
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("Release of a lock already released = %v, want nil", err)
+	}
+	expectLocked(t, s, "a")
+	if err := l.Extend(t.Context(), time.Minute); !errors.Is(err, reaper.ErrLockLost) {
+		t.Fatalf("Extend of a released lock now held by another = %v, want ErrLockLost", err)
+	}
+	expectLocked(t, s, "b")
+	_ = other.Release(t.Context())
+	_ = l2.Release(t.Context())
+}
+
+func testLockExpiry(t *testing.T, s reaper.Store) {
+	locked := time.Now()
+	old := mustLock(t, s, "a", shortTTL)
+	_, err := s.Lock(t.Context(), "a", time.Minute)
+	if time.Since(locked) < shortTTL && !errors.Is(err, reaper.ErrLocked) {
+		t.Fatalf("Lock before the holder's ttl ran out = %v, want ErrLocked", err)
+	}
+	var taken reaper.Lock
+	if err == nil {
+		t.Log("the machine was slow: the short lock expired before the second Lock")
+	}
+	eventually(t, "an expired lock can be taken", func() (bool, string) {
+		l, err := s.Lock(t.Context(), "a", time.Minute)
+		if err != nil {
+			return false, err.Error()
+		}
+		taken = l
+		return true, ""
+	})
+	if err := old.Extend(t.Context(), time.Minute); !errors.Is(err, reaper.ErrLockLost) {
+		t.Fatalf("Extend by the expired holder = %v, want ErrLockLost", err)
+	}
+	if err := old.Release(t.Context()); err != nil {
+		t.Fatalf("Release by the expired holder = %v, want nil (a no-op)", err)
+	}
+	expectLocked(t, s, "a") // the new holder still has it
+	if err := taken.Extend(t.Context(), time.Minute); err != nil {
+		t.Fatalf("Extend by the new holder: %v", err)
+	}
+	if err := taken.Release(t.Context()); err != nil {
+		t.Fatalf("Release by the new holder: %v", err)
+	}
+	_ = mustLock(t, s, "a", time.Minute)
+}
+
+func testLockExtend(t *testing.T, s reaper.Store) {
+	const ttl = 500 * time.Millisecond
+	locked := time.Now()
+	l := mustLock(t, s, "a", ttl)
+	err := l.Extend(t.Context(), time.Minute)
+	if time.Since(locked) >= ttl {
+		t.Skipf("the machine was too slow to extend within %v (Extend = %v)", ttl, err)
+	}
+	if err != nil {
+		t.Fatalf("Extend of a live lock: %v", err)
+	}
+	waitUntil(t, locked.Add(2*ttl))
+	expectLocked(t, s, "a") // past the first ttl, held thanks to Extend
+	if err := l.Extend(t.Context(), time.Minute); err != nil {
+		t.Fatalf("Extend again: %v", err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	_ = mustLock(t, s, "a", time.Minute)
+}
+
+func testLockExpiredIsLost(t *testing.T, s reaper.Store) {
+	locked := time.Now()
+	l := mustLock(t, s, "a", shortTTL)
+	waitUntil(t, locked.Add(2*shortTTL))
+	// Nobody took it, but it expired: whoever holds it must stop acting.
+	if err := l.Extend(t.Context(), time.Minute); !errors.Is(err, reaper.ErrLockLost) {
+		t.Fatalf("Extend after expiry = %v, want ErrLockLost", err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("Release after expiry = %v, want nil", err)
+	}
+	_ = mustLock(t, s, "a", time.Minute)
+}
+
+func testLockConcurrent(t *testing.T, s reaper.Store) {
+	const contenders = 20
+	var winners atomic.Int32
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range contenders {
+		wg.Go(func() {
+			<-start
+			l, err := s.Lock(t.Context(), "a", time.Minute)
+			switch {
+			case err == nil && l != nil:
+				winners.Add(1)
+			case errors.Is(err, reaper.ErrLocked):
+			default:
+				t.Errorf("Lock = %v, %v; want a lock or ErrLocked", l, err)
+			}
+		})
+	}
+	close(start)
+	withTimeout(t, "20 concurrent Lock calls", wg.Wait)
+	if n := winners.Load(); n != 1 {
+		t.Fatalf("%d of %d concurrent Lock calls won, want exactly 1", n, contenders)
+	}
+}

@@ -1,0 +1,313 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/reaper"
+)
+
+// fullRecord returns a record with every field set, times to the nanosecond and in
+// several locations.
+func fullRecord(app string, term uint64, status reaper.Status) reaper.Record {
+	paris := time.FixedZone("CET", 3600)
+	at := time.Date(2025, 3, 14, 9, 26, 53, 589_793_238, time.UTC)
+	r := reaper.Record{
+		AppID:            app,
+		Owner:            "orga_" + app,
+		Name:             "the " + app + " app",
+		Status:           status,
+		Cause:            "idle for 15m0s",
+		ErrorCause:       "start failed: deployment FAIL",
+		PlatformState:    paas.StateShouldBeDown,
+		LastStatusUpdate: at,
+		LastUpAt:         at.Add(-time.Hour).In(paris),
+		LastDownAt:       at.Add(-2*time.Hour + 1),
+		ActionAt:         at.Add(-time.Minute),
+		StartSentAt:      at.Add(-30 * time.Second),
+		RetryStart:       true,
+		LastCheckAt:      at.Add(time.Second),
+		Term:             term,
+	}
+	fillZeroFields(&r, at)
+	return r
+}
+
+// fillZeroFields gives a value to every scalar field not set above, so a field
+// added to Record is checked by the round trip before anyone updates this file.
+func fillZeroFields(r *reaper.Record, at time.Time) {
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if !f.IsZero() || !f.CanSet() || v.Type().Field(i).Name == "Term" { // Term is the caller's
+			continue
+		}
+		switch {
+		case f.Type() == reflect.TypeFor[time.Time]():
+			f.Set(reflect.ValueOf(at.Add(time.Duration(i) * time.Minute)))
+		case f.Kind() == reflect.String:
+			f.SetString(v.Type().Field(i).Name + " value")
+		case f.Kind() == reflect.Bool:
+			f.SetBool(true)
+		case f.CanInt():
+			f.SetInt(int64(i + 1))
+		case f.CanUint():
+			f.SetUint(uint64(i + 1))
+		case f.CanFloat():
+			f.SetFloat(float64(i) + 0.5)
+		}
+		// Other kinds stay zero: testRecordRoundTrip asks for a value by hand.
+	}
+}
+
+// diffRecord says how got differs from want, field by field ("" if equal). Times
+// are compared with Equal.
+func diffRecord(got, want reaper.Record) string {
+	g, w := reflect.ValueOf(got), reflect.ValueOf(want)
+	var diff string
+	for i := range g.NumField() {
+		name := g.Type().Field(i).Name
+		gf, wf := g.Field(i).Interface(), w.Field(i).Interface()
+		if gt, ok := gf.(time.Time); ok {
+			if !gt.Equal(wf.(time.Time)) {
+				diff += fmt.Sprintf("\n  %s = %v, want %v", name, gt, wf)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(gf, wf) {
+			diff += fmt.Sprintf("\n  %s = %#v, want %#v", name, gf, wf)
+		}
+	}
+	return diff
+}
+
+func mustPut(t *testing.T, s reaper.Store, rec reaper.Record) {
+	t.Helper()
+	if err := s.PutRecord(t.Context(), rec); err != nil {
+		t.Fatalf("PutRecord(%s, term %d): %v", rec.AppID, rec.Term, err)
+	}
+}
+
+func mustRecord(t *testing.T, s reaper.Store, app string) reaper.Record {
+	t.Helper()
+	rec, ok, err := s.Record(t.Context(), app)
+	if err != nil || !ok {
+		t.Fatalf("Record(%s) = ok %v, err %v; want the record", app, ok, err)
+	}
+	return rec
+}
+
+func testRecordRoundTrip(t *testing.T, s reaper.Store) {
+	want := fullRecord("app-1", 7, reaper.StatusWaitingForUp)
+	// A field added to Record without a value here would not be checked.
+	v := reflect.ValueOf(want)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("fullRecord leaves Record.%s unset: give it a value", v.Type().Field(i).Name)
+		}
+	}
+	mustPut(t, s, want)
+	if d := diffRecord(mustRecord(t, s, "app-1"), want); d != "" {
+		t.Errorf("Record after PutRecord differs:%s", d)
+	}
+	recs, err := s.Records(t.Context())
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Records = %d records, err %v; want 1", len(recs), err)
+	}
+	if d := diffRecord(recs[0], want); d != "" {
+		t.Errorf("Records()[0] differs:%s", d)
+	}
+}
+
+func testRecordUnknown(t *testing.T, s reaper.Store) {
+	rec, ok, err := s.Record(t.Context(), "nobody")
+	if err != nil || ok {
+		t.Fatalf("Record(unknown) = %+v, ok %v, err %v; want ok false, no error", rec, ok, err)
+	}
+	recs, err := s.Records(t.Context())
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("Records on an empty store = %v, err %v; want none", recs, err)
+	}
+}
+
+func testRecordReplace(t *testing.T, s reaper.Store) {
+	mustPut(t, s, fullRecord("app-1", 0, reaper.StatusUp))
+	want := reaper.Record{AppID: "app-1", Status: reaper.StatusDown, Cause: "idle"}
+	mustPut(t, s, want)
+	if d := diffRecord(mustRecord(t, s, "app-1"), want); d != "" {
+		t.Errorf("a second PutRecord must replace the whole record:%s", d)
+	}
+}
+
+func testRecordsListsAll(t *testing.T, s reaper.Store) {
+	want := map[string]reaper.Record{}
+	for i, st := range reaper.Statuses {
+		r := fullRecord("app-"+strconv.Itoa(i), uint64(i), st)
+		want[r.AppID] = r
+		mustPut(t, s, r)
+	}
+	recs, err := s.Records(t.Context())
+	if err != nil {
+		t.Fatalf("Records: %v", err)
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("Records = %d records, want %d", len(recs), len(want))
+	}
+	for _, r := range recs {
+		w, ok := want[r.AppID]
+		if !ok {
+			t.Errorf("Records returned unknown app %q", r.AppID)
+			continue
+		}
+		delete(want, r.AppID)
+		if d := diffRecord(r, w); d != "" {
+			t.Errorf("Records: %s differs:%s", r.AppID, d)
+		}
+	}
+}
+
+func testTermFence(t *testing.T, s reaper.Store) {
+	mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusUp, Cause: "term 5", Term: 5})
+
+	err := s.PutRecord(t.Context(), reaper.Record{AppID: "a", Status: reaper.StatusDown, Cause: "term 4", Term: 4})
+	if !errors.Is(err, reaper.ErrStaleTerm) {
+		t.Fatalf("PutRecord with an older term = %v, want ErrStaleTerm", err)
+	}
+	if got := mustRecord(t, s, "a"); got.Cause != "term 5" || got.Term != 5 {
+		t.Fatalf("a refused write changed the record: %+v", got)
+	}
+
+	mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusDown, Cause: "term 5 again", Term: 5})
+	if got := mustRecord(t, s, "a"); got.Cause != "term 5 again" {
+		t.Fatalf("PutRecord with an equal term not applied: %+v", got)
+	}
+	mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusWaitingForUp, Cause: "term 6", Term: 6})
+	if got := mustRecord(t, s, "a"); got.Cause != "term 6" || got.Term != 6 {
+		t.Fatalf("PutRecord with a newer term not applied: %+v", got)
+	}
+	err = s.PutRecord(t.Context(), reaper.Record{AppID: "a", Term: 5})
+	if !errors.Is(err, reaper.ErrStaleTerm) {
+		t.Fatalf("PutRecord with term 5 after term 6 = %v, want ErrStaleTerm", err)
+	}
+	// The fence is per app.
+	mustPut(t, s, reaper.Record{AppID: "b", Status: reaper.StatusUp, Term: 1})
+}
+
+func testDeleteTermFence(t *testing.T, s reaper.Store) {
+	mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusUp, Term: 6})
+	if err := s.DeleteRecord(t.Context(), "a", 5); !errors.Is(err, reaper.ErrStaleTerm) {
+		t.Fatalf("DeleteRecord with an older term = %v, want ErrStaleTerm", err)
+	}
+	mustRecord(t, s, "a") // still there
+	if err := s.DeleteRecord(t.Context(), "a", 6); err != nil {
+		t.Fatalf("DeleteRecord with an equal term: %v", err)
+	}
+	if _, ok, err := s.Record(t.Context(), "a"); ok || err != nil {
+		t.Fatalf("Record after DeleteRecord = ok %v, err %v; want gone", ok, err)
+	}
+
+	mustPut(t, s, reaper.Record{AppID: "b", Status: reaper.StatusUp, Term: 6})
+	if err := s.DeleteRecord(t.Context(), "b", 7); err != nil {
+		t.Fatalf("DeleteRecord with a newer term: %v", err)
+	}
+	if recs, err := s.Records(t.Context()); err != nil || len(recs) != 0 {
+		t.Fatalf("Records after deleting both = %v, err %v; want none", recs, err)
+	}
+	if err := s.DeleteRecord(t.Context(), "never-there", 0); err != nil {
+		t.Fatalf("DeleteRecord of an unknown app = %v, want nil (forgetting is idempotent)", err)
+	}
+}
+
+func transition(app string, i int) reaper.Transition {
+	from, to := reaper.StatusUp, reaper.StatusDown
+	if i%2 == 1 {
+		from, to = to, from
+	}
+	return reaper.Transition{
+		AppID: app, From: from, To: to, Cause: strconv.Itoa(i),
+		At: time.Date(2025, 3, 14, 9, 0, 0, 123_456_789, time.UTC).Add(time.Duration(i) * time.Second),
+	}
+}
+
+func equalTransition(a, b reaper.Transition) bool {
+	return a.AppID == b.AppID && a.From == b.From && a.To == b.To && a.Cause == b.Cause && a.At.Equal(b.At)
+}
+
+func appendN(t *testing.T, s reaper.Store, app string, n int) {
+	t.Helper()
+	for i := range n {
+		if err := s.AppendHistory(t.Context(), transition(app, i)); err != nil {
+			t.Fatalf("AppendHistory #%d: %v", i, err)
+		}
+	}
+}
+
+func testHistoryCapAndOrder(t *testing.T, s reaper.Store) {
+	n := reaper.HistoryCap + 10
+	appendN(t, s, "a", n)
+	page, total, err := s.History(t.Context(), "a", 0, n+100)
+	if err != nil {
+		t.Fatalf("History: %v", err)
+	}
+	if total != reaper.HistoryCap || len(page) != reaper.HistoryCap {
+		t.Fatalf("History = %d entries, total %d; want both %d (the cap)", len(page), total, reaper.HistoryCap)
+	}
+	for i, tr := range page {
+		if want := transition("a", n-1-i); !equalTransition(tr, want) {
+			t.Fatalf("History[%d] = %+v, want %+v (newest first, oldest dropped)", i, tr, want)
+		}
+	}
+}
+
+func testHistoryPaging(t *testing.T, s reaper.Store) {
+	const n = 20
+	appendN(t, s, "a", n)
+	cases := []struct {
+		offset, limit int
+		want          []int // Causes, as numbers
+	}{
+		{0, 3, []int{19, 18, 17}},
+		{5, 3, []int{14, 13, 12}},
+		{18, 10, []int{1, 0}},
+		{20, 5, nil},
+		{100, 5, nil},
+	}
+	for _, c := range cases {
+		page, total, err := s.History(t.Context(), "a", c.offset, c.limit)
+		if err != nil {
+			t.Fatalf("History(offset %d, limit %d): %v", c.offset, c.limit, err)
+		}
+		if total != n {
+			t.Errorf("History(offset %d, limit %d): total %d, want %d", c.offset, c.limit, total, n)
+		}
+		var got []int
+		for _, tr := range page {
+			i, _ := strconv.Atoi(tr.Cause)
+			got = append(got, i)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("History(offset %d, limit %d) = %v, want %v", c.offset, c.limit, got, c.want)
+		}
+	}
+}
+
+func testHistoryPerApp(t *testing.T, s reaper.Store) {
+	appendN(t, s, "a", 3)
+	appendN(t, s, "b", 2)
+	if _, total, err := s.History(t.Context(), "a", 0, 10); err != nil || total != 3 {
+		t.Errorf("History(a) total = %d, err %v; want 3", total, err)
+	}
+	page, total, err := s.History(t.Context(), "b", 0, 10)
+	if err != nil || total != 2 || len(page) != 2 || page[0].AppID != "b" {
+		t.Errorf("History(b) = %+v, total %d, err %v; want b's 2 entries", page, total, err)
+	}
+	page, total, err = s.History(t.Context(), "nobody", 0, 10)
+	if err != nil || total != 0 || len(page) != 0 {
+		t.Errorf("History(unknown) = %v, total %d, err %v; want empty, no error", page, total, err)
+	}
+}
