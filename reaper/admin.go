@@ -1,0 +1,283 @@
+package reaper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// AdminAPI serves the reaper part of the admin API (behind the admin token, which
+// the binary checks): the apps and their history, wake and reset, the settings.
+//
+//	GET  /api/apps                      every app known to routes or to the store
+//	GET  /api/apps/{id}                 one app
+//	GET  /api/apps/{id}/history         its transitions, newest first (?page=1&page_size=50)
+//	POST /api/apps/{id}/_wake           ask for a wake, as a request would
+//	POST /api/apps/{id}/_reset          an app in Error (or any) back to WaitingForInit
+//	GET  /api/settings                  {"dry_run": false, "kill_switch": false}
+//	PUT  /api/settings                  replace them
+type AdminAPI struct {
+	Engine *Engine
+	Store  Store
+}
+
+// Handler returns the API's routes on a new mux.
+func (a *AdminAPI) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/apps", a.list)
+	mux.HandleFunc("GET /api/apps/{id}", a.get)
+	mux.HandleFunc("GET /api/apps/{id}/history", a.history)
+	mux.HandleFunc("POST /api/apps/{id}/_wake", a.wake)
+	mux.HandleFunc("POST /api/apps/{id}/_reset", a.reset)
+	mux.HandleFunc("GET /api/settings", a.getSettings)
+	mux.HandleFunc("PUT /api/settings", a.putSettings)
+	return mux
+}
+
+// AppView is an app as the admin API shows it (the reference reaper's shape).
+type AppView struct {
+	AppID            string     `json:"app_id"`
+	Status           Status     `json:"status"`
+	OwnerID          string     `json:"owner_id,omitempty"`
+	Name             string     `json:"name,omitempty"`
+	CleverState      string     `json:"clever_state,omitempty"`
+	Cause            string     `json:"cause,omitempty"`
+	ErrorCause       string     `json:"error_cause,omitempty"`
+	LastStatusUpdate *time.Time `json:"last_status_update"`
+	LastUpAt         *time.Time `json:"last_up_at"`
+	LastDownAt       *time.Time `json:"last_down_at"`
+	ActionAt         *time.Time `json:"action_at"`
+	LastCheckAt      *time.Time `json:"last_check_at"`
+	Routes           []string   `json:"routes"`
+	GracePeriod      string     `json:"grace_period,omitempty"`
+	FailTimeout      string     `json:"fail_timeout,omitempty"`
+	LastAccess       *time.Time `json:"last_access"`
+	ReapAt           *time.Time `json:"reap_at"`
+	AsleepSince      *time.Time `json:"asleep_since"`
+	InFlight         int        `json:"in_flight"`
+	Managed          bool       `json:"managed"`
+}
+
+func ptime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// views builds the view of every app, or of one when id is not empty.
+func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
+	recs, err := a.Store.Records(ctx)
+	if err != nil {
+		return nil, err
+	}
+	access, err := a.Store.LastAccess(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inFlight, err := a.Store.InFlight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]Record{}
+	for _, r := range recs {
+		byID[r.AppID] = r
+	}
+	managed := map[string]ManagedApp{}
+	var order []string
+	for _, m := range a.Engine.Managed() {
+		managed[m.App.ID] = m
+		order = append(order, m.App.ID)
+	}
+	for _, r := range recs {
+		if _, ok := managed[r.AppID]; !ok {
+			order = append(order, r.AppID)
+		}
+	}
+	var out []AppView
+	for _, appID := range order {
+		if id != "" && appID != id {
+			continue
+		}
+		rec, ok := byID[appID]
+		if !ok {
+			rec = Record{AppID: appID, Status: StatusWaitingForInit}
+		}
+		m, isManaged := managed[appID]
+		la, busy := a.Engine.LocalTraffic(appID)
+		if stored := access[appID]; stored.After(la) {
+			la = stored
+		}
+		v := AppView{
+			AppID: appID, Status: rec.Status, OwnerID: rec.Owner, Name: rec.Name,
+			CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause,
+			LastStatusUpdate: ptime(rec.LastStatusUpdate), LastUpAt: ptime(rec.LastUpAt),
+			LastDownAt: ptime(rec.LastDownAt), ActionAt: ptime(rec.ActionAt), LastCheckAt: ptime(rec.LastCheckAt),
+			Routes: m.Routes, LastAccess: ptime(la), InFlight: max(inFlight[appID], int(busy)), Managed: isManaged,
+		}
+		if v.Routes == nil {
+			v.Routes = []string{}
+		}
+		if isManaged {
+			v.GracePeriod, v.FailTimeout = m.Policy.GracePeriod.String(), m.Policy.FailTimeout.String()
+			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy))
+		}
+		if rec.Status.Asleep() {
+			v.AsleepSince = ptime(rec.LastStatusUpdate)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (a *AdminAPI) list(w http.ResponseWriter, r *http.Request) {
+	vs, err := a.views(r.Context(), "")
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		return
+	}
+	if vs == nil {
+		vs = []AppView{}
+	}
+	writeJSON(w, http.StatusOK, vs)
+}
+
+func (a *AdminAPI) get(w http.ResponseWriter, r *http.Request) {
+	vs, err := a.views(r.Context(), r.PathValue("id"))
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+	case len(vs) == 0:
+		writeErr(w, http.StatusNotFound, "no app "+strconv.Quote(r.PathValue("id")))
+	default:
+		writeJSON(w, http.StatusOK, vs[0])
+	}
+}
+
+func (a *AdminAPI) history(w http.ResponseWriter, r *http.Request) {
+	page, size := 1, 50
+	if s := r.URL.Query().Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			writeErr(w, http.StatusBadRequest, "page must be a whole number from 1")
+			return
+		}
+		page = n
+	}
+	if s := r.URL.Query().Get("page_size"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > HistoryCap {
+			writeErr(w, http.StatusBadRequest, "page_size must be a whole number from 1 to "+strconv.Itoa(HistoryCap))
+			return
+		}
+		size = n
+	}
+	items, total, err := a.Store.History(r.Context(), r.PathValue("id"), (page-1)*size, size)
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		return
+	}
+	if items == nil {
+		items = []Transition{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "total": total, "page": page, "page_size": size})
+}
+
+func (a *AdminAPI) known(id string) bool {
+	for _, m := range a.Engine.Managed() {
+		if m.App.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !a.known(id) {
+		writeErr(w, http.StatusNotFound, "no route manages an app "+strconv.Quote(id))
+		return
+	}
+	app := a.Engine.app(id)
+	app.lastAsk.Store(0) // an operator's ask is never coalesced away
+	a.Engine.askWake(app, time.Now())
+	writeJSON(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true})
+}
+
+// reset puts the app back in WaitingForInit under its lock, keeping the record's
+// term (an operator's reset is no leader's decision), and asks the job to look.
+func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	lock, err := a.Store.Lock(ctx, id, 10*time.Second)
+	if errors.Is(err, ErrLocked) {
+		writeErr(w, http.StatusConflict, "the app is being decided on right now; try again")
+		return
+	}
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "the store cannot be used: "+err.Error())
+		return
+	}
+	defer lock.Release(context.WithoutCancel(ctx))
+	rec, ok, err := a.Store.Record(ctx, id)
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		return
+	}
+	if !ok {
+		writeErr(w, http.StatusNotFound, "no record for app "+strconv.Quote(id))
+		return
+	}
+	now := time.Now()
+	next := Reset(rec, now)
+	if err := a.Store.PutRecord(ctx, next); err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "the record cannot be written: "+err.Error())
+		return
+	}
+	_ = a.Store.AppendHistory(ctx, Transition{AppID: id, From: rec.Status, To: next.Status, Cause: next.Cause, At: now})
+	a.Engine.Apply(next)
+	if box := a.Engine.asker.Load(); box != nil {
+		_ = box.Ask(ctx, id)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"app_id": id, "status": next.Status})
+}
+
+func (a *AdminAPI) getSettings(w http.ResponseWriter, r *http.Request) {
+	s, err := a.Store.Settings(r.Context())
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *AdminAPI) putSettings(w http.ResponseWriter, r *http.Request) {
+	var s Settings
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		writeErr(w, http.StatusBadRequest, "the body must be {\"dry_run\": bool, \"kill_switch\": bool}: "+err.Error())
+		return
+	}
+	if err := a.Store.PutSettings(r.Context(), s); err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "the settings cannot be written: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}

@@ -1,0 +1,85 @@
+package reaper
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/paastest"
+)
+
+func call(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any, []any) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var obj map[string]any
+	var list []any
+	if strings.HasPrefix(strings.TrimSpace(rec.Body.String()), "[") {
+		json.Unmarshal(rec.Body.Bytes(), &list)
+	} else {
+		json.Unmarshal(rec.Body.Bytes(), &obj)
+	}
+	return rec.Code, obj, list
+}
+
+func TestAdminAPI(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("app")
+		fake.FailNext("start", paas.ErrNeverDeployed)
+		e := newEnv(t, fake, "")
+		e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
+
+		code, _, list := call(t, h, "GET", "/api/apps", "")
+		if code != 200 || len(list) != 1 || list[0].(map[string]any)["status"] != "Down" || list[0].(map[string]any)["grace_period"] != "15m0s" {
+			t.Fatalf("list: %d %v", code, list)
+		}
+		// An operator's wake of a never-deployed app: Error.
+		if code, _, _ := call(t, h, "POST", "/api/apps/app/_wake", ""); code != 202 {
+			t.Fatalf("wake: %d", code)
+		}
+		settle()
+		code, app, _ := call(t, h, "GET", "/api/apps/app", "")
+		if code != 200 || app["status"] != "Error" || !strings.Contains(app["error_cause"].(string), "never deployed") {
+			t.Fatalf("app: %d %v", code, app)
+		}
+		code, hist, _ := call(t, h, "GET", "/api/apps/app/history?page_size=10", "")
+		items := hist["items"].([]any)
+		if code != 200 || hist["total"] != float64(3) || items[0].(map[string]any)["to"] != "Error" {
+			t.Fatalf("history: %d %v", code, hist)
+		}
+		// Reset: back to WaitingForInit, then the job places it (Down).
+		if code, body, _ := call(t, h, "POST", "/api/apps/app/_reset", ""); code != 200 || body["status"] != "WaitingForInit" {
+			t.Fatalf("reset: %d %v", code, body)
+		}
+		settle()
+		if st, _ := e.engine.Record("app"); st.Status != StatusDown {
+			t.Errorf("after reset: %s", st.Status)
+		}
+		if code, _, _ := call(t, h, "GET", "/api/apps/nope", ""); code != 404 {
+			t.Errorf("unknown app: %d", code)
+		}
+		if code, _, _ := call(t, h, "GET", "/api/apps/app/history?page=0", ""); code != 400 {
+			t.Errorf("bad page: %d", code)
+		}
+		// Settings.
+		if code, s, _ := call(t, h, "PUT", "/api/settings", `{"dry_run": true}`); code != 200 || s["dry_run"] != true {
+			t.Fatalf("put settings: %d %v", code, s)
+		}
+		if s, _ := e.store.Settings(context.Background()); !s.DryRun {
+			t.Errorf("dry run not stored")
+		}
+		if code, s, _ := call(t, h, "PUT", "/api/settings", `{"dry_rn": true}`); code != 400 || !strings.Contains(s["error"].(string), "dry_rn") {
+			t.Errorf("bad settings: %d %v", code, s)
+		}
+	})
+}

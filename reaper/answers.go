@@ -1,0 +1,129 @@
+package reaper
+
+import (
+	"html"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/reapergw/reaper/page"
+	"github.com/reapergw/reaper/plugin"
+)
+
+// The wire protocol's headers, kept from the reference reaper so its waiting pages,
+// monitors and scripts keep working.
+const (
+	// HeaderReaper is the request header by which a caller asks for the app's
+	// status ("status") or polls for its wake ("poll").
+	HeaderReaper = "CleverCloud-Reaper"
+	// HeaderStatus marks every answer the gateway gives in place of the app.
+	HeaderStatus = "CleverCloud-Reaper-Status"
+)
+
+// retryAfter is what sleeping apps' answers tell clients to wait, in seconds.
+const retryAfter = "30"
+
+// answer builds a JSON answer given in place of the app, marked with the status.
+func answer(ex *plugin.Exchange, code int, st Status, body map[string]any) *plugin.Answer {
+	body["request_id"] = ex.ID
+	a := plugin.JSONAnswer(code, body)
+	a.Header.Set(HeaderStatus, st.Marker())
+	a.Header.Set("Cache-Control", "no-store")
+	if code == http.StatusServiceUnavailable {
+		a.Header.Set("Retry-After", retryAfter)
+	}
+	return a
+}
+
+func (p *Plugin) statusAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
+	return answer(ex, http.StatusOK, st, map[string]any{
+		"status": string(st), "ready_delay_ms": p.readyDelay.Milliseconds(),
+	})
+}
+
+func (p *Plugin) pollAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
+	return answer(ex, http.StatusServiceUnavailable, st, map[string]any{
+		"status": string(st), "ready_delay_ms": p.readyDelay.Milliseconds(),
+	})
+}
+
+func (p *Plugin) monitoringAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
+	return answer(ex, http.StatusOK, st, map[string]any{"monitoring": true, "status": string(st)})
+}
+
+func (p *Plugin) unavailableAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
+	return answer(ex, http.StatusServiceUnavailable, st, map[string]any{
+		"error": "the application is waking up, retry later", "status": string(st),
+	})
+}
+
+func (p *Plugin) failedAnswer(ex *plugin.Exchange) *plugin.Answer {
+	return answer(ex, http.StatusServiceUnavailable, StatusError, map[string]any{
+		"error": "the application could not be started", "status": string(StatusError),
+	})
+}
+
+func (p *Plugin) timeoutAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
+	return answer(ex, http.StatusGatewayTimeout, st, map[string]any{
+		"error": "the application did not wake up in time", "status": string(st),
+	})
+}
+
+func (p *Plugin) tooManyAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
+	return answer(ex, http.StatusServiceUnavailable, st, map[string]any{
+		"error":  "too many requests are waiting for the application, retry later",
+		"status": string(st),
+	})
+}
+
+func (p *Plugin) shutdownAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
+	a := answer(ex, http.StatusServiceUnavailable, st, map[string]any{
+		"error": "the gateway is restarting, retry", "status": string(st),
+	})
+	a.Header.Set("Retry-After", "1")
+	return a
+}
+
+// waitingPage answers a browser with the waiting page (503, so that crawlers and
+// uptime checks never take it for the site's content).
+func (p *Plugin) waitingPage(ex *plugin.Exchange, st Status) (*plugin.Answer, error) {
+	var body []byte
+	if p.WaitingPage != "" {
+		body = p.customPage(ex, st)
+	} else {
+		var err error
+		body, err = page.RenderWaiting(ex.Context(), page.Waiting{
+			RouteName: p.routeName,
+			AppName:   p.routeName,
+			AppID:     p.AppID,
+			Status:    string(st),
+			RequestID: ex.ID,
+			Node:      p.engine.opts.Node,
+		}, ex.Request.Header.Get("Accept-Language"))
+		if err != nil {
+			return nil, err
+		}
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Retry-After", retryAfter)
+	h.Set(HeaderStatus, st.Marker())
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if ex.Request.Method == http.MethodHead {
+		body = nil
+	}
+	return &plugin.Answer{Status: http.StatusServiceUnavailable, Header: h, Body: body}, nil
+}
+
+// customPage fills the operator's waiting page; every value is HTML-escaped.
+func (p *Plugin) customPage(ex *plugin.Exchange, st Status) []byte {
+	r := strings.NewReplacer(
+		"{{route_name}}", html.EscapeString(p.routeName),
+		"{{app_name}}", html.EscapeString(p.routeName),
+		"{{app_id}}", html.EscapeString(p.AppID),
+		"{{status}}", html.EscapeString(string(st)),
+		"{{request_id}}", html.EscapeString(ex.ID),
+	)
+	return []byte(r.Replace(p.WaitingPage))
+}

@@ -1,0 +1,170 @@
+package reaper
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reapergw/reaper/internal/conf"
+)
+
+// Config is the reaper plugin's configuration on one route. Its keys are those of
+// the reference reaper, so an Otoroshi route export carries over; durations may be
+// written as a number of seconds, as there.
+type Config struct {
+	// AppID is the app the route serves (required unless the driver can guess it
+	// from a backend target).
+	AppID string `yaml:"app_id"`
+	// OwnerID is the app's owner on platforms that have owners (Clever Cloud).
+	OwnerID string `yaml:"owner_id"`
+	// GracePeriod is how long the app must go unused before it is put to sleep.
+	GracePeriod conf.Duration `yaml:"grace_period"`
+	// FailTimeout bounds a start or a stop (past it: Error) and every held request.
+	FailTimeout conf.Duration `yaml:"fail_timeout"`
+	// AllowWaitingPage gives browsers the waiting page while the app sleeps.
+	AllowWaitingPage bool `yaml:"allow_waiting_page"`
+	// APIBehavior is what other callers get while the app sleeps: hold or
+	// unavailable.
+	APIBehavior string `yaml:"api_behavior"`
+	// ReadyDelay is how long held requests wait after the app is up. Unset means the
+	// driver's default (3 s on Clever Cloud, 0 for local processes whose readiness
+	// is probed).
+	ReadyDelay *conf.Duration `yaml:"ready_delay"`
+	// MustBeUpAt lists windows during which the app is kept awake.
+	MustBeUpAt []RangeConfig `yaml:"must_be_up_at"`
+	// Timezone is the IANA zone of the windows.
+	Timezone string `yaml:"timezone"`
+	// MonitoringFilters recognise uptime monitors and health checks: while the app
+	// sleeps they get a 200 without waking it, and they never count as traffic.
+	MonitoringFilters []MonitoringFilter `yaml:"monitoring_filters"`
+	// WaitingPage replaces the built-in waiting page: HTML with the placeholders
+	// {{route_name}}, {{app_name}}, {{app_id}}, {{status}}, {{request_id}}.
+	WaitingPage string `yaml:"waiting_page"`
+	// MaxHeld bounds the requests held for the app on this node.
+	MaxHeld int `yaml:"max_held"`
+
+	mustBeUp []Range
+}
+
+// Defaults of the reference reaper, kept so that imported routes behave the same.
+const (
+	DefaultGracePeriod = time.Hour
+	DefaultFailTimeout = 15 * time.Minute
+	DefaultMaxHeld     = 1000
+)
+
+// DefaultConfig returns a Config with every default set.
+func DefaultConfig() Config {
+	return Config{
+		GracePeriod:      conf.Duration(DefaultGracePeriod),
+		FailTimeout:      conf.Duration(DefaultFailTimeout),
+		AllowWaitingPage: true,
+		APIBehavior:      BehaviorHold,
+		Timezone:         "Europe/Paris",
+		MaxHeld:          DefaultMaxHeld,
+	}
+}
+
+// API behaviours.
+const (
+	BehaviorHold        = "hold"
+	BehaviorUnavailable = "unavailable"
+)
+
+// RangeConfig is one keep-up window as written in the configuration.
+type RangeConfig struct {
+	Days  []string `yaml:"days"`
+	Start string   `yaml:"start"`
+	End   string   `yaml:"end"`
+}
+
+// MonitoringFilter matches a request whose source value contains a match of Regex
+// (find semantics, as the reference has them).
+type MonitoringFilter struct {
+	Source string `yaml:"source"` // path, uri, header, user_agent, query
+	Name   string `yaml:"name"`   // the header or query parameter, for those sources
+	Regex  string `yaml:"regex"`
+
+	re *regexp.Regexp
+}
+
+// Monitoring filter sources.
+var filterSources = []string{"path", "uri", "header", "user_agent", "query"}
+
+// Validate checks the config; a bad regex is an error here, never a silent
+// non-match at request time.
+func (c *Config) Validate(path string, errs *conf.Errors) {
+	if c.GracePeriod <= 0 {
+		errs.Add(conf.Key(path, "grace_period"), "must be more than 0")
+	}
+	if c.FailTimeout <= 0 {
+		errs.Add(conf.Key(path, "fail_timeout"), "must be more than 0")
+	}
+	if c.APIBehavior != BehaviorHold && c.APIBehavior != BehaviorUnavailable {
+		errs.Add(conf.Key(path, "api_behavior"), "%s is not a behaviour (use hold or unavailable)", strconv.Quote(c.APIBehavior))
+	}
+	if c.MaxHeld < 1 {
+		errs.Add(conf.Key(path, "max_held"), "must be at least 1")
+	}
+	if _, err := time.LoadLocation(c.Timezone); err != nil {
+		errs.Add(conf.Key(path, "timezone"), "%s is not a known time zone (use an IANA name such as Europe/Paris)", strconv.Quote(c.Timezone))
+	} else {
+		c.mustBeUp = c.mustBeUp[:0]
+		for i, rc := range c.MustBeUpAt {
+			r, err := ParseRange(rc.Days, rc.Start, rc.End, c.Timezone)
+			if err != nil {
+				errs.Add(conf.Index(conf.Key(path, "must_be_up_at"), i), "%s", err.Error())
+				continue
+			}
+			c.mustBeUp = append(c.mustBeUp, r)
+		}
+	}
+	for i := range c.MonitoringFilters {
+		c.MonitoringFilters[i].validate(conf.Index(conf.Key(path, "monitoring_filters"), i), errs)
+	}
+}
+
+func (f *MonitoringFilter) validate(path string, errs *conf.Errors) {
+	known := false
+	for _, s := range filterSources {
+		known = known || f.Source == s
+	}
+	if !known {
+		errs.Add(conf.Key(path, "source"), "%s is not a source (use %s)", strconv.Quote(f.Source), strings.Join(filterSources, ", "))
+	}
+	if (f.Source == "header" || f.Source == "query") && f.Name == "" {
+		errs.Add(conf.Key(path, "name"), "is required with source %s", f.Source)
+	}
+	if f.Regex == "" {
+		errs.Add(conf.Key(path, "regex"), "is required")
+		return
+	}
+	re, err := regexp.Compile(f.Regex)
+	if err != nil {
+		errs.Add(conf.Key(path, "regex"), "%s is not a valid regular expression: %s", strconv.Quote(f.Regex), regexpReason(err))
+		return
+	}
+	f.re = re
+}
+
+// regexpReason keeps the part of a regexp error that says what is wrong.
+func regexpReason(err error) string {
+	var e *syntax.Error
+	if errors.As(err, &e) {
+		return fmt.Sprintf("%s `%s`", e.Code, e.Expr)
+	}
+	return err.Error()
+}
+
+// policy returns the decision policy of this route alone.
+func (c *Config) policy() Policy {
+	return Policy{
+		GracePeriod: c.GracePeriod.D(),
+		FailTimeout: c.FailTimeout.D(),
+		MustBeUp:    c.mustBeUp,
+	}
+}

@@ -1,0 +1,342 @@
+package reaper
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/plugin"
+)
+
+// Asker is where a node's wake asks go once stored: the local job on a single node
+// or on the leader, the leader's internal API elsewhere. Ask must not block for long
+// (it is bounded by ctx) and may fail: the stored ask is then handled by the job's
+// next pass.
+type Asker interface {
+	Ask(ctx context.Context, appID string) error
+}
+
+// EngineOptions configures an Engine.
+type EngineOptions struct {
+	Node   string
+	Store  Store
+	Logger *slog.Logger
+	// ReadyDelay is the driver's default wait after Up before held requests go
+	// through, for routes that do not set ready_delay.
+	ReadyDelay time.Duration
+	// FlushInterval is how often traffic is written to the store (default 5 s).
+	FlushInterval time.Duration
+	// PollInterval is how often records are re-read from the store while requests
+	// are held, in case a notification was missed (default 2 s).
+	PollInterval time.Duration
+	// AskInterval is how often a wake is asked again while requests wait (default
+	// 10 s); AskTTL is how long a stored ask lives (default 30 min).
+	AskInterval, AskTTL time.Duration
+	// GuessAppID finds the app of a route whose reaper plugin does not name it
+	// (Clever Cloud: from an app-<uuid>.cleverapps.io backend); nil guesses nothing.
+	GuessAppID func(route *plugin.RouteConfig) (string, bool)
+	// NotReadyYet recognises an answer the platform's edge gives in place of an app
+	// with no instance (Clever Cloud's 404 with X-CleverCloudUpgrade: true); nil
+	// recognises none.
+	NotReadyYet func(*http.Response) bool
+}
+
+// Engine is the reaper of one node. It knows the apps the routes manage and their
+// last known records, counts their traffic in memory, holds requests for sleeping
+// apps and sends wake asks. Nothing on the path of a request for an awake app waits
+// on I/O: records are cached, traffic is flushed in the background.
+type Engine struct {
+	opts  EngineOptions
+	store Store
+	log   *slog.Logger
+	asker atomic.Pointer[askerBox]
+
+	mu   sync.RWMutex
+	apps map[string]*app
+
+	refresh  chan string // app ids whose record should be re-read
+	flushNow chan struct{}
+	storeErr throttle
+	stopping chan struct{} // closed by Shutdown
+	stopOnce sync.Once
+}
+
+type askerBox struct{ Asker }
+
+// ManagedApp is an app at least one route manages, with the merged policy of those
+// routes: the longest grace period and fail timeout, every keep-up window.
+type ManagedApp struct {
+	App    paas.App
+	Name   string
+	Routes []string
+	Policy Policy
+}
+
+// app is the node's view of one app.
+type app struct {
+	id string
+
+	rec      atomic.Pointer[Record] // nil: never observed (WaitingForInit)
+	notifyMu sync.Mutex
+	notify   chan struct{} // closed and replaced on every record change
+
+	lastAccess atomic.Int64 // unix nanoseconds of the latest request end or start
+	flushed    atomic.Int64 // lastAccess at the last flush
+	inFlight   atomic.Int64 // requests and connections passing through
+	held       atomic.Int64 // requests waiting for the app
+	lastAsk    atomic.Int64 // unix nanoseconds of the last wake ask
+	waiting    atomic.Bool  // the waiter loop runs
+
+	// guarded by Engine.mu
+	owner  string
+	routes map[string]*Config
+	names  map[string]string
+}
+
+// NewEngine returns an engine with no app; routes register theirs as the reaper
+// plugin is provisioned. Call Run to start its background work.
+func NewEngine(opts EngineOptions) *Engine {
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = 5 * time.Second
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 2 * time.Second
+	}
+	if opts.AskInterval <= 0 {
+		opts.AskInterval = 10 * time.Second
+	}
+	if opts.AskTTL <= 0 {
+		opts.AskTTL = 30 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{
+		opts:     opts,
+		store:    opts.Store,
+		log:      opts.Logger,
+		apps:     map[string]*app{},
+		refresh:  make(chan string, 256),
+		flushNow: make(chan struct{}, 1),
+		stopping: make(chan struct{}),
+	}
+}
+
+// Shutdown answers every held request at once (a 503 saying the gateway restarts)
+// and refuses new holds, so that a draining node does not keep clients waiting for
+// an app it will not see wake. Idempotent.
+func (e *Engine) Shutdown() { e.stopOnce.Do(func() { close(e.stopping) }) }
+
+// SetAsker sets where wake asks go; until it is set, asks are only stored.
+func (e *Engine) SetAsker(a Asker) { e.asker.Store(&askerBox{a}) }
+
+// Register makes the route a manager of cfg.AppID. Called when the reaper plugin
+// is provisioned; a reload registers the new routes before unregistering the old.
+func (e *Engine) Register(routeID, routeName string, cfg *Config) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.apps[cfg.AppID]
+	if a == nil {
+		a = &app{id: cfg.AppID, notify: make(chan struct{}), routes: map[string]*Config{}, names: map[string]string{}}
+		e.apps[cfg.AppID] = a
+		select {
+		case e.refresh <- cfg.AppID: // learn its record soon
+		default:
+		}
+	}
+	if cfg.OwnerID != "" {
+		a.owner = cfg.OwnerID
+	}
+	a.routes[routeID] = cfg
+	a.names[routeID] = routeName
+}
+
+// Unregister removes the route's claim on appID. The app's counters are kept (a
+// reload must not forget traffic), only the route's policy goes.
+func (e *Engine) Unregister(routeID, appID string, cfg *Config) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a := e.apps[appID]; a != nil && a.routes[routeID] == cfg {
+		delete(a.routes, routeID)
+		delete(a.names, routeID)
+	}
+}
+
+// Managed lists the apps that routes manage now, sorted by id.
+func (e *Engine) Managed() []ManagedApp {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]ManagedApp, 0, len(e.apps))
+	for _, a := range e.apps {
+		if len(a.routes) == 0 {
+			continue
+		}
+		m := ManagedApp{App: paas.App{ID: a.id, Owner: a.owner}}
+		for id, cfg := range a.routes {
+			m.Routes = append(m.Routes, id)
+			m.Policy = mergePolicy(m.Policy, cfg.policy())
+		}
+		sort.Strings(m.Routes)
+		m.Name = a.names[m.Routes[0]]
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].App.ID < out[j].App.ID })
+	return out
+}
+
+// mergePolicy combines the policies of several routes on one app: the longest grace
+// period and fail timeout win, every keep-up window counts.
+func mergePolicy(a, b Policy) Policy {
+	return Policy{
+		GracePeriod: max(a.GracePeriod, b.GracePeriod),
+		FailTimeout: max(a.FailTimeout, b.FailTimeout),
+		MustBeUp:    append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
+	}
+}
+
+func (e *Engine) app(id string) *app {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.apps[id]
+}
+
+// Record returns the node's last known record of the app, and whether there is one.
+func (e *Engine) Record(appID string) (Record, bool) {
+	if a := e.app(appID); a != nil {
+		if r := a.rec.Load(); r != nil {
+			return *r, true
+		}
+	}
+	return Record{}, false
+}
+
+func (a *app) status() Status {
+	if r := a.rec.Load(); r != nil {
+		return r.Status
+	}
+	return StatusWaitingForInit
+}
+
+// changed returns a channel closed at the next record change.
+func (a *app) changed() <-chan struct{} {
+	a.notifyMu.Lock()
+	defer a.notifyMu.Unlock()
+	return a.notify
+}
+
+// Apply installs a record read from the store (or just written by the job) as the
+// node's view, and releases whoever waits on the app if it changed. Records of an
+// older term or an older update than the current view are ignored.
+func (e *Engine) Apply(rec Record) {
+	a := e.app(rec.AppID)
+	if a == nil {
+		return
+	}
+	for {
+		cur := a.rec.Load()
+		if cur != nil && (rec.Term < cur.Term || (rec.Term == cur.Term && rec.LastCheckAt.Before(cur.LastCheckAt))) {
+			return
+		}
+		if cur != nil && *cur == rec {
+			return
+		}
+		if a.rec.CompareAndSwap(cur, &rec) {
+			if cur == nil || cur.Status != rec.Status || !cur.LastUpAt.Equal(rec.LastUpAt) {
+				a.notifyMu.Lock()
+				close(a.notify)
+				a.notify = make(chan struct{})
+				a.notifyMu.Unlock()
+				if rec.Status == StatusWaitingForShutdown {
+					// The leader will re-check traffic before it stops the app:
+					// make this node's counts fresh for it.
+					e.kickFlush()
+				}
+			}
+			return
+		}
+	}
+}
+
+func (e *Engine) kickFlush() {
+	select {
+	case e.flushNow <- struct{}{}:
+	default:
+	}
+}
+
+// Run keeps the node's view fresh and flushes traffic until ctx ends, then flushes a
+// last time. It follows record notifications when the store pushes them, and
+// re-reads every record at the poll interval as a fallback.
+func (e *Engine) Run(ctx context.Context) {
+	if w, ok := e.store.(RecordWatcher); ok {
+		w.Watch(ctx, func(appID string) {
+			select {
+			case e.refresh <- appID:
+			default:
+				// Full: the next poll re-reads everything anyway.
+			}
+		})
+	}
+	e.pollAll(ctx)
+	poll := time.NewTicker(e.opts.PollInterval)
+	defer poll.Stop()
+	flush := time.NewTicker(e.opts.FlushInterval)
+	defer flush.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			e.Flush(fctx)
+			cancel()
+			return
+		case id := <-e.refresh:
+			e.refreshOne(ctx, id)
+		case <-poll.C:
+			e.pollAll(ctx)
+		case <-flush.C:
+			e.Flush(ctx)
+		case <-e.flushNow:
+			e.Flush(ctx)
+		}
+	}
+}
+
+func (e *Engine) refreshOne(ctx context.Context, id string) {
+	rec, ok, err := e.store.Record(ctx, id)
+	if err != nil {
+		e.storeErr.log(e.log, "reading records from the store failed; serving from the last known state", err)
+		return
+	}
+	if ok {
+		e.Apply(rec)
+	}
+}
+
+func (e *Engine) pollAll(ctx context.Context) {
+	recs, err := e.store.Records(ctx)
+	if err != nil {
+		e.storeErr.log(e.log, "reading records from the store failed; serving from the last known state", err)
+		return
+	}
+	for _, r := range recs {
+		e.Apply(r)
+	}
+}
+
+// throttle logs a failure at most once per minute, so that a store that is down
+// gives one line per interval rather than one per request.
+type throttle struct{ last atomic.Int64 }
+
+func (t *throttle) log(l *slog.Logger, msg string, err error) {
+	now := time.Now().UnixNano()
+	last := t.last.Load()
+	if now-last < int64(time.Minute) || !t.last.CompareAndSwap(last, now) {
+		return
+	}
+	l.Warn(msg, "err", err)
+}

@@ -1,0 +1,216 @@
+package reaper
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/paastest"
+)
+
+// upApp returns a fake whose app runs.
+func upApp(ids ...string) *paastest.Fake {
+	f := paastest.New()
+	for _, id := range ids {
+		f.Set(id, paastest.App{State: paas.StateShouldBeUp})
+	}
+	return f
+}
+
+// waitStatus lets simulated time run until the app has the status, or fails after
+// limit.
+func waitStatus(t *testing.T, p *Plugin, want Status, limit time.Duration) time.Duration {
+	t.Helper()
+	begin := time.Now()
+	for p.app.status() != want {
+		if time.Since(begin) > limit {
+			t.Fatalf("status = %s after %v, want %s", p.app.status(), limit, want)
+		}
+		time.Sleep(time.Second)
+	}
+	return time.Since(begin)
+}
+
+func TestJob_SleepsAfterTheGracePeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, upApp("app"), "")
+		p := e.route(config("app")) // grace 15m
+		e.start()
+		defer e.stop()
+		settle()
+		if st := p.app.status(); st != StatusUp {
+			t.Fatalf("status = %s, want Up", st)
+		}
+		took := waitStatus(t, p, StatusDown, time.Hour)
+		// A full grace period from when it was first seen up; the full pass runs
+		// every 30 s.
+		if took < 15*time.Minute || took > 15*time.Minute+31*time.Second {
+			t.Errorf("stopped after %v, want 15m (+ one pass)", took)
+		}
+		if e.fake.Count("stop", "app") != 1 || e.fake.Get("app").State != paas.StateShouldBeDown {
+			t.Errorf("stops = %d", e.fake.Count("stop", "app"))
+		}
+		if !strings.Contains(e.logs.String(), "app put to sleep") {
+			t.Errorf("no log line for the stop")
+		}
+	})
+}
+
+func TestJob_InFlightRequestKeepsTheAppAwake_IdleClockStartsAtItsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, upApp("app"), "")
+		p := e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		// A download that lasts two hours.
+		r := do(context.Background(), p, apiRequest("GET", "/big"), true)
+		if r.answer != nil {
+			t.Fatalf("got %d", r.status())
+		}
+		time.Sleep(2 * time.Hour)
+		if st := p.app.status(); st != StatusUp || e.fake.Count("stop", "app") != 0 {
+			t.Fatalf("stopped under an open request: %s", st)
+		}
+		r.ex.Finish()
+		took := waitStatus(t, p, StatusDown, time.Hour)
+		if took < 15*time.Minute {
+			t.Errorf("stopped %v after the request ended, want the grace period from its end", took)
+		}
+	})
+}
+
+func TestJob_WokenAppGetsAFullGracePeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("app"), "")
+		p := e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		time.Sleep(20 * time.Minute) // long asleep
+		if r := do(context.Background(), p, apiRequest("GET", "/"), false); r.answer != nil {
+			t.Fatalf("got %d", r.status())
+		}
+		took := waitStatus(t, p, StatusDown, time.Hour)
+		if took < 15*time.Minute {
+			t.Errorf("put back to sleep %v after waking, want a full grace period", took)
+		}
+		if e.fake.Count("start", "app") != 1 {
+			t.Errorf("starts = %d", e.fake.Count("start", "app"))
+		}
+	})
+}
+
+func TestJob_DryRunNeverStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, upApp("app"), "")
+		p := e.route(config("app"))
+		if err := e.store.PutSettings(context.Background(), Settings{DryRun: true}); err != nil {
+			t.Fatal(err)
+		}
+		e.start()
+		defer e.stop()
+		time.Sleep(time.Hour)
+		if st := p.app.status(); st != StatusUp || e.fake.Count("stop", "app") != 0 {
+			t.Fatalf("dry run stopped the app: %s", st)
+		}
+		if !strings.Contains(e.logs.String(), "would put an idle app to sleep") {
+			t.Errorf("no dry-run log line")
+		}
+	})
+}
+
+func TestJob_AppsChangedFromOutside(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, upApp("app"), "")
+		p := e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		time.Sleep(10 * time.Minute)
+		// Stopped from the console: Down, and the next request wakes it.
+		e.fake.Set("app", paastest.App{State: paas.StateShouldBeDown})
+		settle()
+		if st := p.app.status(); st != StatusDown {
+			t.Fatalf("status = %s after a stop from outside, want Down", st)
+		}
+		if r := do(context.Background(), p, apiRequest("GET", "/"), false); r.answer != nil {
+			t.Fatalf("got %d", r.status())
+		}
+		if e.fake.Count("start", "app") != 1 {
+			t.Fatalf("not woken")
+		}
+		// Stopped again and then started from outside (a deploy): Up, and it sleeps
+		// only after a full grace period from then.
+		e.fake.Set("app", paastest.App{State: paas.StateShouldBeDown})
+		settle()
+		time.Sleep(30 * time.Minute)
+		e.fake.Set("app", paastest.App{State: paas.StateShouldBeUp})
+		settle()
+		if st := p.app.status(); st != StatusUp {
+			t.Fatalf("status = %s after a start from outside, want Up", st)
+		}
+		took := waitStatus(t, p, StatusDown, time.Hour)
+		if took < 15*time.Minute {
+			t.Errorf("an app started from outside slept after %v, want a full grace period", took)
+		}
+	})
+}
+
+func TestJob_FailedStartCallIsRetriedAndTheAskKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("app")
+		fake.FailNext("start", &paas.RateLimitError{})
+		fake.FailNext("start", paas.ErrBusy)
+		e := newEnv(t, fake, "")
+		p := e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		begin := time.Now()
+		if r := do(context.Background(), p, apiRequest("GET", "/"), false); r.answer != nil {
+			t.Fatalf("got %d", r.status())
+		}
+		if n := fake.Count("start", "app"); n != 3 {
+			t.Errorf("start calls = %d, want 3 (two refused, one accepted)", n)
+		}
+		// Retried at the fast ticks (5 s), not after a minute.
+		if took := time.Since(begin); took > 11*time.Second {
+			t.Errorf("woke after %v, want the retries at the fast tick", took)
+		}
+		asks, _ := e.store.WakeAsks(context.Background())
+		if _, ok := asks["app"]; ok {
+			t.Errorf("the ask is still stored after the app is up")
+		}
+	})
+}
+
+func TestJob_RestartKeepsEveryClock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, upApp("app"), path)
+		p := e.route(config("app"))
+		e.start()
+		settle()
+		time.Sleep(5 * time.Minute)
+		do(context.Background(), p, apiRequest("GET", "/"), false) // last access at 5m
+		time.Sleep(6 * time.Minute)
+		e.stop() // reaper restarts at 11m
+		fake := e.fake
+
+		e2 := newEnv(t, fake, path)
+		p2 := e2.route(config("app"))
+		e2.start()
+		defer e2.stop()
+		took := waitStatus(t, p2, StatusDown, time.Hour)
+		// Last access at 5m + 15m grace = 20m, that is 9 minutes after the restart,
+		// not a full grace period from the restart.
+		if took < 9*time.Minute || took > 9*time.Minute+31*time.Second {
+			t.Errorf("slept %v after the restart, want 9m (+ one pass)", took)
+		}
+	})
+}

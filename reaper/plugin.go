@@ -1,0 +1,322 @@
+package reaper
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reapergw/reaper/plugin"
+)
+
+// PluginID is the id routes use for the reaper plugin.
+const PluginID = "reaper"
+
+// ServiceName is the name under which the binary registers the node's Engine for
+// the reaper plugin (plugin.ProvisionContext.Services).
+const ServiceName = "reaper"
+
+func init() {
+	plugin.Register(plugin.Info{ID: PluginID, New: func() plugin.Plugin {
+		return &Plugin{Config: DefaultConfig()}
+	}})
+}
+
+// Plugin is the reaper plugin on one route, in the validate-access step: it lets
+// requests for an awake app through (counting them as traffic until they end) and
+// answers, holds or wakes for an app that sleeps. Put it after authentication
+// plugins, so anonymous requests never wake an app.
+type Plugin struct {
+	Config
+
+	engine     *Engine
+	app        *app
+	routeID    string
+	routeName  string
+	readyDelay time.Duration
+	log        *slog.Logger
+}
+
+var (
+	_ plugin.AccessValidator     = (*Plugin)(nil)
+	_ plugin.RequestTransformer  = (*Plugin)(nil)
+	_ plugin.DialFailureHandler  = (*Plugin)(nil)
+	_ plugin.ResponseTransformer = (*Plugin)(nil)
+	_ plugin.Provisioner         = (*Plugin)(nil)
+	_ plugin.CleanerUpper        = (*Plugin)(nil)
+)
+
+// Provision registers the route with the node's Engine.
+func (p *Plugin) Provision(ctx plugin.ProvisionContext) error {
+	svc, ok := ctx.Service(ServiceName)
+	engine, _ := svc.(*Engine)
+	if !ok || engine == nil {
+		return errors.New("reaper: no reaper engine is wired into this gateway")
+	}
+	if p.AppID == "" && engine.opts.GuessAppID != nil {
+		p.AppID, _ = engine.opts.GuessAppID(ctx.Route)
+	}
+	if p.AppID == "" {
+		return fmt.Errorf("%s.app_id: is required", ctx.Path)
+	}
+	p.engine = engine
+	p.routeID = ctx.Route.ID
+	p.routeName = ctx.Route.Name
+	if p.routeName == "" {
+		p.routeName = p.routeID
+	}
+	p.log = ctx.Logger
+	p.readyDelay = engine.opts.ReadyDelay
+	if p.ReadyDelay != nil {
+		p.readyDelay = p.ReadyDelay.D()
+	}
+	engine.Register(p.routeID, p.routeName, &p.Config)
+	p.app = engine.app(p.AppID)
+	return nil
+}
+
+// Cleanup withdraws the route's claim on its app.
+func (p *Plugin) Cleanup() error {
+	if p.engine != nil {
+		p.engine.Unregister(p.routeID, p.AppID, &p.Config)
+	}
+	return nil
+}
+
+// ValidateAccess classifies the request and answers for the app while it sleeps.
+// See the package documentation of the wire protocol in docs/reaper.md.
+func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
+	r := ex.Request
+	a := p.app
+	switch strings.ToLower(r.Header.Get(HeaderReaper)) {
+	case "status":
+		return p.statusAnswer(ex, a.status()), nil
+	case "poll":
+		st := a.status()
+		if st.Asleep() {
+			p.engine.askWake(a, time.Now())
+		}
+		if st.Asleep() || st == StatusError {
+			return p.pollAnswer(ex, st), nil
+		}
+		return nil, nil // the poll goes to the app, and is not traffic
+	}
+	monitoring := p.isMonitoring(r)
+	if !a.status().Asleep() {
+		if monitoring {
+			return nil, nil
+		}
+		if p.admit(ex) {
+			return nil, nil
+		}
+	}
+	return p.asleep(ex, monitoring)
+}
+
+// admit counts the request as traffic until it ends, unless the app went to sleep
+// meanwhile. The count is taken before the status is read again, and the job writes
+// the status before it reads the counts, so a stop and a request never miss each
+// other.
+func (p *Plugin) admit(ex *plugin.Exchange) bool {
+	a := p.app
+	end := a.begin()
+	if a.status().Asleep() {
+		end()
+		return false
+	}
+	ex.OnDone(end)
+	return true
+}
+
+// asleep answers a request for an app that sleeps: monitors get their 200, other
+// requests count as traffic and ask for a wake, then get the waiting page, a 503, or
+// are held until the app is up.
+func (p *Plugin) asleep(ex *plugin.Exchange, monitoring bool) (*plugin.Answer, error) {
+	a := p.app
+	st := a.status()
+	if monitoring {
+		return p.monitoringAnswer(ex, st), nil
+	}
+	now := time.Now()
+	a.touch(now)
+	p.engine.askWake(a, now)
+	if p.AllowWaitingPage && isBrowser(ex.Request) {
+		return p.waitingPage(ex, st)
+	}
+	if p.APIBehavior == BehaviorUnavailable {
+		return p.unavailableAnswer(ex, st), nil
+	}
+	return p.holdThenAdmit(ex, now)
+}
+
+func (p *Plugin) holdThenAdmit(ex *plugin.Exchange, arrived time.Time) (*plugin.Answer, error) {
+	deadline := arrived.Add(p.FailTimeout.D())
+	for {
+		res := p.engine.hold(ex.Context(), p.app, p.MaxHeld, p.readyDelay, deadline)
+		switch res {
+		case holdReleased:
+			if p.admit(ex) {
+				return nil, nil
+			}
+			// Put back to sleep between the release and now: wait again.
+		case holdFailed:
+			return p.failedAnswer(ex), nil
+		case holdTimedOut:
+			return p.timeoutAnswer(ex, p.app.status()), nil
+		case holdTooMany:
+			return p.tooManyAnswer(ex, p.app.status()), nil
+		case holdShutdown:
+			return p.shutdownAnswer(ex, p.app.status()), nil
+		default: // holdGone: nobody to answer
+			return &plugin.Answer{Status: StatusClientClosed}, nil
+		}
+	}
+}
+
+// StatusClientClosed is the status logged for a held request whose client went
+// away before the app woke (nothing is written to the client).
+const StatusClientClosed = 499
+
+// TransformRequest keeps the reaper's request header away from the app: it is a
+// hint between the waiting page and the gateway, never a credential.
+func (p *Plugin) TransformRequest(_ *plugin.Exchange, out *http.Request) error {
+	out.Header.Del(HeaderReaper)
+	return nil
+}
+
+// TransformResponse keeps the platform's own "no instance" answer (Clever Cloud's
+// 404 with X-CleverCloudUpgrade: true) from ever reaching a client as the app's
+// answer: the app is not ready yet. The client gets what a sleeping app's clients
+// get — the waiting page for a browser, a 503 with Retry-After otherwise — and the
+// job is asked to look at the app at once (it may have been stopped from outside).
+func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) error {
+	nr := p.engine.opts.NotReadyYet
+	if nr == nil || !nr(resp) {
+		return nil
+	}
+	a := p.app
+	a.lastAsk.Store(0)
+	p.engine.askWake(a, time.Now())
+	st := a.status()
+	if st == StatusUp {
+		st = StatusWaitingForUp // what it really is until the platform routes to it
+	}
+	var ans *plugin.Answer
+	if p.AllowWaitingPage && isBrowser(ex.Request) {
+		var err error
+		if ans, err = p.waitingPage(ex, st); err != nil {
+			return err
+		}
+	} else {
+		ans = p.unavailableAnswer(ex, st)
+		ans.Header.Set("Retry-After", "5")
+	}
+	resp.Body.Close()
+	resp.StatusCode = ans.Status
+	resp.Status = strconv.Itoa(ans.Status) + " " + http.StatusText(ans.Status)
+	resp.Header = ans.Header.Clone()
+	resp.Header.Set("Content-Length", strconv.Itoa(len(ans.Body)))
+	resp.ContentLength = int64(len(ans.Body))
+	resp.Body = io.NopCloser(bytes.NewReader(ans.Body))
+	return nil
+}
+
+// HandleDialFailure is called when the app's backend refused the connection: the
+// app may have crashed or been stopped by hand since it was last observed. The job
+// is asked to look at it now; if it is indeed down, the request is handled as for a
+// sleeping app (woken, then sent again once up, its body intact since the backend
+// never saw it). If the app is still up (overloaded, refusing connections), the
+// usual 502 is given at once: holding requests for an app that is up would let
+// anyone pile them up.
+func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (bool, *plugin.Answer) {
+	a := p.app
+	if !p.engine.recheck(ex.Context(), a) {
+		return false, nil
+	}
+	answer, err := p.asleep(ex, false)
+	if err != nil || answer != nil {
+		return false, answer
+	}
+	return true, nil
+}
+
+// recheck asks the job to observe the app now and waits, briefly, for its record to
+// say it sleeps. It returns whether it does.
+func (e *Engine) recheck(ctx context.Context, a *app) bool {
+	if a.status().Asleep() {
+		return true
+	}
+	ch := a.changed()
+	// A refused connection is a request that found the app asleep: it asks a wake,
+	// past the usual coalescing.
+	a.lastAsk.Store(0)
+	e.askWake(a, time.Now())
+	t := time.NewTimer(recheckWait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ch:
+			if a.status().Asleep() {
+				return true
+			}
+			ch = a.changed()
+		case <-t.C:
+			return a.status().Asleep()
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// recheckWait bounds how long a refused request waits for the job's verdict.
+const recheckWait = 3 * time.Second
+
+// isBrowser reports whether the request is a page load: GET or HEAD whose Accept
+// asks for HTML.
+func isBrowser(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// isMonitoring reports whether a monitoring filter of the route matches.
+func (p *Plugin) isMonitoring(r *http.Request) bool {
+	for i := range p.MonitoringFilters {
+		if p.MonitoringFilters[i].matches(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *MonitoringFilter) matches(r *http.Request) bool {
+	if f.re == nil {
+		return false
+	}
+	switch f.Source {
+	case "path":
+		return f.re.MatchString(r.URL.Path)
+	case "uri":
+		return f.re.MatchString(r.URL.RequestURI())
+	case "header":
+		for _, v := range r.Header.Values(f.Name) {
+			if f.re.MatchString(v) {
+				return true
+			}
+		}
+	case "user_agent":
+		return f.re.MatchString(r.UserAgent())
+	case "query":
+		for _, v := range r.URL.Query()[f.Name] {
+			if f.re.MatchString(v) {
+				return true
+			}
+		}
+	}
+	return false
+}

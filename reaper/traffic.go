@@ -1,0 +1,77 @@
+package reaper
+
+import (
+	"context"
+	"time"
+)
+
+// Traffic is counted in memory on the request path (atomics only) and flushed to
+// the store in the background, so that an awake app's requests never wait on I/O.
+
+// touch records a request at t, keeping the latest time.
+func (a *app) touch(t time.Time) {
+	n := t.UnixNano()
+	for {
+		cur := a.lastAccess.Load()
+		if n <= cur || a.lastAccess.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// begin counts a request or connection passing through until the returned function
+// is called; that function reads the clock when it runs, so the idle clock starts
+// when the request ends, not when it began.
+func (a *app) begin() (end func()) {
+	a.inFlight.Add(1)
+	return func() {
+		a.touch(time.Now())
+		a.inFlight.Add(-1)
+	}
+}
+
+// LocalTraffic is this node's own view of an app's traffic: its latest access and
+// how many requests pass through or wait for it now. It is exact and immediate,
+// unlike the store's view, which is as fresh as the last flush.
+func (e *Engine) LocalTraffic(appID string) (lastAccess time.Time, busy int64) {
+	a := e.app(appID)
+	if a == nil {
+		return time.Time{}, 0
+	}
+	if n := a.lastAccess.Load(); n > 0 {
+		lastAccess = time.Unix(0, n)
+	}
+	return lastAccess, a.inFlight.Load() + a.held.Load()
+}
+
+// Flush writes access times that moved since the last flush and this node's
+// in-flight counts to the store. The counts expire three flush intervals later, so
+// a node that dies stops keeping its apps awake.
+func (e *Engine) Flush(ctx context.Context) {
+	e.mu.RLock()
+	access := map[string]time.Time{}
+	counts := map[string]int{}
+	marks := map[*app]int64{}
+	for id, a := range e.apps {
+		if la := a.lastAccess.Load(); la > a.flushed.Load() {
+			access[id] = time.Unix(0, la)
+			marks[a] = la
+		}
+		if n := a.inFlight.Load() + a.held.Load(); n > 0 {
+			counts[id] = int(n)
+		}
+	}
+	e.mu.RUnlock()
+	if len(access) > 0 {
+		if err := e.store.TouchAccess(ctx, access); err != nil {
+			e.storeErr.log(e.log, "writing access times to the store failed; they stay in memory and go with the next flush", err)
+			return
+		}
+		for a, la := range marks {
+			a.flushed.Store(la)
+		}
+	}
+	if err := e.store.SetInFlight(ctx, e.opts.Node, counts, 3*e.opts.FlushInterval); err != nil {
+		e.storeErr.log(e.log, "writing in-flight counts to the store failed", err)
+	}
+}
