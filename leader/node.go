@@ -1,0 +1,254 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+const (
+	// transportTimeout is the I/O deadline of one Raft RPC (and of dialling a peer).
+	transportTimeout = 5 * time.Second
+	// transportPool is how many idle connections are kept per peer.
+	transportPool = 3
+	// notifyBuffer is the buffer of Raft's NotifyCh; the node drains it continuously.
+	notifyBuffer = 16
+	// retainSnapshots is how many snapshots stay on disk.
+	retainSnapshots = 2
+	// logCacheSize is how many recent log entries are kept in memory.
+	logCacheSize = 256
+	// storeOpenTimeout bounds the wait for the bolt file lock, so a second process on the same data
+	// directory fails instead of hanging.
+	storeOpenTimeout = 2 * time.Second
+	// defaultOpTimeout bounds enqueueing a Raft operation when the caller's ctx has no deadline.
+	defaultOpTimeout = 10 * time.Second
+)
+
+var (
+	// ErrNotLeader is returned (possibly wrapped) by operations that only the leader may do, when this
+	// node is not the leader or loses leadership before the operation commits.
+	ErrNotLeader = errors.New("leader: not the leader")
+	// ErrShutdown is returned (possibly wrapped) by operations on a node that is shut down.
+	ErrShutdown = errors.New("leader: node is shut down")
+)
+
+// Node is this process's member of the Raft cluster. Its methods are safe for concurrent use.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	raft  *raft.Raft
+	store *raftboltdb.BoltStore
+	dir   *directory
+
+	notifyCh  chan bool
+	lead      *leadership
+	runSem    chan struct{} // serialises Run
+	stopWatch chan struct{}
+	watchDone chan struct{}
+	bg        sync.WaitGroup // establish goroutines
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// New opens the stores under cfg.DataDir/raft, listens on cfg.RaftListen and starts Raft. When the data
+// directory holds no Raft state and this node is listed in cfg.Peers, it bootstraps the cluster with
+// exactly cfg.Peers; with existing state it never bootstraps again, and a node not in cfg.Peers waits to be
+// added by the leader (AddVoter). New does not wait for an election. Errors wrap ErrConfig for an invalid
+// configuration; other errors come from the stores, the listener or Raft, and leave nothing running.
+func New(cfg Config) (*Node, error) {
+	c, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", c.RaftListen)
+	if err != nil {
+		return nil, fmt.Errorf("leader: listen for raft on %s: %w", c.RaftListen, err)
+	}
+	return start(c, ln)
+}
+
+// newWithListener is New on a listener the caller already holds (tests bind 127.0.0.1:0 first and put the
+// chosen ports in Peers). The node owns ln from here on.
+func newWithListener(cfg Config, ln net.Listener) (*Node, error) {
+	c, err := cfg.resolve()
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return start(c, ln)
+}
+
+func start(c Config, ln net.Listener) (_ *Node, err error) {
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i]()
+			}
+		}
+	}()
+	closers = append(closers, ln.Close)
+
+	log := c.Logger.With("node_id", c.NodeID)
+	if len(c.Secret) < shortSecretLen {
+		log.Warn("leader: cluster secret is short; use at least 16 random bytes", "min_len", shortSecretLen)
+	}
+	dir := filepath.Join(c.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("leader: data dir: %w", err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(dir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: storeOpenTimeout},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leader: open raft store in %s (in use by another process?): %w", dir, err)
+	}
+	closers = append(closers, store.Close)
+	hlog := newHCLogger(log, "raft")
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, retainSnapshots, hlog.Named("snapshots"))
+	if err != nil {
+		return nil, fmt.Errorf("leader: open snapshot store: %w", err)
+	}
+	logs, err := raft.NewLogCache(logCacheSize, store)
+	if err != nil {
+		return nil, fmt.Errorf("leader: log cache: %w", err)
+	}
+	existing, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("leader: read raft state: %w", err)
+	}
+
+	stream := newAuthStream(ln, c.Advertise, c.Secret, c.NodeID, defaultHandshakeTimeout, log)
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: transportPool,
+		Timeout: transportTimeout,
+		Logger:  hlog.Named("transport"),
+	})
+	closers = append(closers, trans.Close)
+
+	n := &Node{
+		cfg:       c,
+		log:       log,
+		store:     store,
+		dir:       newDirectory(c.Peers),
+		notifyCh:  make(chan bool, notifyBuffer),
+		lead:      newLeadership(),
+		runSem:    make(chan struct{}, 1),
+		stopWatch: make(chan struct{}),
+		watchDone: make(chan struct{}),
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.NodeID)
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.NotifyCh = n.notifyCh
+	rc.Logger = hlog
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	n.raft, err = raft.NewRaft(rc, n.dir, logs, store, snaps, trans)
+	if err != nil {
+		return nil, fmt.Errorf("leader: start raft: %w", err)
+	}
+	closers = nil // from here on, Shutdown releases everything
+	go n.watch()
+
+	_, listed := c.self()
+	switch {
+	case existing:
+		log.Info("leader: existing raft state found, rejoining", "data_dir", dir)
+	case !listed:
+		log.Info("leader: not in the initial peers and no raft state; waiting to be added by the leader")
+	default:
+		if err := n.bootstrap(); err != nil {
+			_ = n.Shutdown()
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// bootstrap writes the initial membership (cfg.Peers) into the empty log.
+func (n *Node) bootstrap() error {
+	servers := make([]raft.Server, 0, len(n.cfg.Peers))
+	ids := make([]string, 0, len(n.cfg.Peers))
+	for _, p := range n.cfg.Peers {
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+		ids = append(ids, p.ID)
+	}
+	n.log.Info("leader: bootstrapping cluster", "members", ids)
+	if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		return fmt.Errorf("leader: bootstrap: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops Raft, cancels the context of a running whileLeader (Run then returns once it has), closes
+// the listener and the stores. It blocks until Raft's goroutines have exited. Idempotent: later calls return
+// the first call's error.
+func (n *Node) Shutdown() error {
+	n.shutdownOnce.Do(func() {
+		// raft closes the transport (and with it the listener) once its goroutines are done.
+		err := n.raft.Shutdown().Error()
+		close(n.stopWatch)
+		<-n.watchDone
+		n.bg.Wait()
+		n.shutdownErr = errors.Join(err, n.store.Close())
+		if n.shutdownErr != nil {
+			n.shutdownErr = fmt.Errorf("leader: shutdown: %w", n.shutdownErr)
+		}
+		n.log.Info("leader: node shut down")
+	})
+	return n.shutdownErr
+}
+
+// waitFuture waits for f, or returns ctx.Err() when ctx ends first. Raft resolves every future (on commit,
+// on leadership loss or on shutdown), so the helper goroutine always ends. Raft's errors are mapped to
+// ErrNotLeader and ErrShutdown.
+func waitFuture(ctx context.Context, f raft.Future) error {
+	res := make(chan error, 1)
+	go func() { res <- f.Error() }()
+	select {
+	case err := <-res:
+		return raftErr(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func raftErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader):
+		return ErrNotLeader
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrShutdown
+	default:
+		return fmt.Errorf("leader: raft: %w", err)
+	}
+}
+
+// opTimeout is how long Raft may wait to enqueue an operation: until ctx's deadline, else defaultOpTimeout.
+func opTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return defaultOpTimeout
+}
