@@ -1,0 +1,310 @@
+// Package valkeystore is the reaper.Store of a cluster: records, history, access
+// times, in-flight counts, wake asks, locks and settings live in Valkey (or Redis 7,
+// which speaks the same protocol), shared by every node, and record changes are
+// pushed to every node over pub/sub.
+//
+// Every write that must be atomic (the term fence of PutRecord, the merge by max of
+// access times, the compare-and-act of locks) is one Lua script run by the server.
+// The layout of the keys, under Options.Prefix (default "reaper:"):
+//
+//	records          hash   app → record JSON
+//	terms            hash   app → Raft term of the stored record (decimal)
+//	history:<app>    list   transition JSON, newest first, capped at reaper.HistoryCap
+//	access           hash   app → last access, unix microseconds
+//	inflight:<node>  hash   app → open requests on node; expires with the node's ttl
+//	inflight-nodes   set    nodes that may have in-flight counts
+//	asks             hash   app → time of the latest wake ask, unix microseconds
+//	asks-expiry      zset   app → expiry of the ask, unix milliseconds (server clock)
+//	lock:<app>       string the holder's random token, with the lock's ttl
+//	settings         string Settings JSON
+//	records          channel: the id of each app whose record was put or deleted
+//
+// When Valkey is unreachable, calls fail within Options.Timeout (or their context,
+// if sooner) with an error that wraps ErrUnreachable and names the address, and they
+// work again once it is back, without a restart. No password appears in an error or
+// a log line.
+package valkeystore
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/reapergw/reaper/reaper"
+)
+
+// Options configures New.
+type Options struct {
+	// Address is the server's host:port. Required.
+	Address string
+	// Username and Password authenticate (AUTH); both may be empty. The password
+	// never appears in an error or a log line.
+	Username string
+	Password string
+	// TLS connects over TLS, verifying the server's certificate against the system
+	// roots and the host of Address, unless TLSConfig says otherwise.
+	TLS       bool
+	TLSConfig *tls.Config
+	// Prefix starts every key and the pub/sub channel, so several reaper clusters
+	// can share one server; default "reaper:".
+	Prefix string
+	// Logger receives the record watch's connection trouble and corrupt records
+	// left out of Records; default: discard.
+	Logger *slog.Logger
+	// DialTimeout bounds the opening of a connection; default 3 s.
+	DialTimeout time.Duration
+	// Timeout bounds every call, on top of the caller's context, so that a server
+	// that accepts connections but does not answer fails calls fast; default 5 s.
+	Timeout time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultPrefix      = "reaper:"
+	DefaultDialTimeout = 3 * time.Second
+	DefaultTimeout     = 5 * time.Second
+)
+
+// Errors of the store, besides those of reaper (ErrStaleTerm, ErrLocked,
+// ErrLockLost).
+var (
+	// ErrUnreachable: the server could not be reached, or did not answer in time.
+	// The error's text names the address and the cause.
+	ErrUnreachable = errors.New("valkeystore: valkey unreachable")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("valkeystore: store closed")
+	// ErrCorrupt: a stored value could not be decoded.
+	ErrCorrupt = errors.New("valkeystore: corrupt value")
+)
+
+// Store is a reaper.Store in Valkey. All methods are safe for concurrent use; each
+// makes one to three round trips to the server and blocks until the answer, the
+// end of its context or Options.Timeout, whichever comes first.
+type Store struct {
+	client   valkey.Client
+	addr     string
+	password string // only to scrub it from errors
+	timeout  time.Duration
+	log      *slog.Logger
+	k        keys
+
+	// ctx ends when the store is closed; it bounds the watch goroutines, counted
+	// by wg.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed sync.Once
+
+	watch watchState // watch.go
+}
+
+var (
+	_ reaper.Store         = (*Store)(nil)
+	_ reaper.RecordWatcher = (*Store)(nil)
+)
+
+// keys are the store's key names, computed once from the prefix.
+type keys struct {
+	records, terms, historyPrefix, access           string
+	inflightPrefix, inflightNodes, asks, asksExpiry string
+	lockPrefix, settings, channel                   string
+}
+
+func newKeys(prefix string) keys {
+	return keys{
+		records:        prefix + "records",
+		terms:          prefix + "terms",
+		historyPrefix:  prefix + "history:",
+		access:         prefix + "access",
+		inflightPrefix: prefix + "inflight:",
+		inflightNodes:  prefix + "inflight-nodes",
+		asks:           prefix + "asks",
+		asksExpiry:     prefix + "asks-expiry",
+		lockPrefix:     prefix + "lock:",
+		settings:       prefix + "settings",
+		channel:        prefix + "records",
+	}
+}
+
+// New connects to the server and checks that it answers. It blocks up to
+// Options.DialTimeout (or ctx's deadline, if sooner). When the server cannot be
+// reached, the error wraps ErrUnreachable and names the address; a refused
+// password gives the server's error (WRONGPASS, NOAUTH), never the password.
+// Call Close when done.
+func New(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Address == "" {
+		return nil, errors.New("valkeystore: no address")
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = DefaultDialTimeout
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("valkeystore: connect to %s: %w", opts.Address, err)
+	}
+	dial := opts.DialTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		// NewClient dials without a context: bound its dial by ctx's deadline.
+		dial = max(min(dial, time.Until(dl)), time.Millisecond)
+	}
+	copt := valkey.ClientOption{
+		InitAddress:       []string{opts.Address},
+		Username:          opts.Username,
+		Password:          opts.Password,
+		ClientName:        "reaper",
+		ForceSingleClient: true,
+		// No client-side caching: records are pushed over pub/sub, and tracking
+		// would cost a CLIENT TRACKING per connection for nothing.
+		DisableCache: true,
+		Dialer:       net.Dialer{Timeout: dial},
+		// Read commands are retried once or twice, at once, so that a connection
+		// broken by a server restart costs nothing; never more, so that calls to a
+		// server that is down fail fast rather than retrying until the timeout.
+		RetryDelay: func(attempts int, _ valkey.Completed, _ error) time.Duration {
+			if attempts > 2 {
+				return -1
+			}
+			return 10 * time.Millisecond
+		},
+		// The values are small: the default half a megabyte per connection is waste.
+		ReadBufferEachConn:  64 << 10,
+		WriteBufferEachConn: 64 << 10,
+	}
+	if opts.TLS {
+		copt.TLSConfig = opts.TLSConfig
+		if copt.TLSConfig == nil {
+			host, _, err := net.SplitHostPort(opts.Address)
+			if err != nil {
+				return nil, fmt.Errorf("valkeystore: address %q: %w", opts.Address, err)
+			}
+			copt.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		}
+	}
+
+	s := &Store{
+		addr:     opts.Address,
+		password: opts.Password,
+		timeout:  opts.Timeout,
+		log:      opts.Logger,
+		k:        newKeys(opts.Prefix),
+	}
+	client, err := valkey.NewClient(copt)
+	if err != nil {
+		if client != nil {
+			client.Close()
+		}
+		return nil, s.wrap(ctx, ctx, "connect", err)
+	}
+	s.client = client
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.call(ctx, "connect", func(ctx context.Context) error {
+		return client.Do(ctx, client.B().Ping().Build()).Error()
+	}); err != nil {
+		s.cancel()
+		client.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops the watches (waiting for callbacks that are running) and closes the
+// connections; calls made after it fail with ErrClosed. Idempotent; always nil.
+func (s *Store) Close() error {
+	s.closed.Do(func() {
+		// Under the watch mutex, so that Watch starts no goroutine once wg.Wait runs.
+		s.watch.mu.Lock()
+		s.cancel()
+		s.watch.mu.Unlock()
+		s.wg.Wait()
+		s.client.Close()
+	})
+	return nil
+}
+
+// call runs f with ctx bounded by the store's timeout, and turns its error into
+// one of the store's (see wrap). f returns only the errors of the client: the
+// store's own decisions (a stale term, a held lock) are made by the caller from
+// what f read.
+func (s *Store) call(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("valkeystore: %s: %w", op, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	err := f(cctx)
+	if err == nil {
+		return nil
+	}
+	return s.wrap(ctx, cctx, op, err)
+}
+
+// wrap classifies err, the failure of op: the caller's context ended; the store is
+// closed; the server answered with an error; or the server could not be reached
+// (or did not answer within the store's timeout, cctx).
+func (s *Store) wrap(ctx, cctx context.Context, op string, err error) error {
+	err = s.scrub(err)
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("valkeystore: %s: %w", op, ctx.Err())
+	case deadlinePassed(ctx):
+		// The client compares deadlines with the clock and may fail before the
+		// context's own timer has fired.
+		return fmt.Errorf("valkeystore: %s: %w", op, context.DeadlineExceeded)
+	case s.ctx != nil && s.ctx.Err() != nil:
+		return fmt.Errorf("valkeystore: %s: %w", op, ErrClosed)
+	}
+	if cctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+		return &unreachableError{addr: s.addr, op: op, err: fmt.Errorf("no answer within %v: %w", s.timeout, err)}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, valkey.ErrClosing) {
+		return &unreachableError{addr: s.addr, op: op, err: err}
+	}
+	// The server answered, with an error (WRONGPASS, OOM, a script error) or a
+	// reply of an unexpected shape.
+	return fmt.Errorf("valkeystore: %s: valkey at %s: %w", op, s.addr, err)
+}
+
+func deadlinePassed(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// scrub removes the password from err's text, should a layer below ever quote it.
+// The chain is lost then: a secret matters more than errors.Is.
+func (s *Store) scrub(err error) error {
+	if s.password == "" || !strings.Contains(err.Error(), s.password) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), s.password, "[redacted]"))
+}
+
+// unreachableError is a failure to reach the server.
+type unreachableError struct {
+	addr, op string
+	err      error
+}
+
+func (e *unreachableError) Error() string {
+	return "valkeystore: valkey at " + e.addr + " unreachable: " + e.op + ": " + e.err.Error()
+}
+
+func (e *unreachableError) Unwrap() error        { return e.err }
+func (e *unreachableError) Is(target error) bool { return target == ErrUnreachable }
