@@ -1,0 +1,73 @@
+package main
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+
+	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/reaper"
+)
+
+// adminHandler serves the admin listener: /healthz and /readyz for anyone (load
+// balancers, orchestrators), /internal/ for the other nodes of a cluster (signed
+// with the cluster secret; nil on a single node), everything else only with the
+// admin token.
+func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	if internal != nil {
+		mux.Handle("/internal/", internal)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := ready.check(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(err.Error() + "\n"))
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	want := []byte("Bearer " + token.Reveal())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if !token.IsSet() {
+			writeJSONError(w, http.StatusNotFound, "the admin API is off: node.admin_token is not set")
+			return
+		}
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="reaper"`)
+			writeJSONError(w, http.StatusUnauthorized, "a valid admin token is required (Authorization: Bearer <node.admin_token>)")
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+	return mux
+}
+
+func writeJSONError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// adminAPI is the authenticated part of the admin listener.
+func (n *node) adminAPI() http.Handler {
+	mux := http.NewServeMux()
+	api := (&reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}).Handler()
+	mux.Handle("/api/apps", api)
+	mux.Handle("/api/apps/", api)
+	mux.Handle("/api/settings", api)
+	if n.parts.leader != nil {
+		mux.Handle("/api/cluster", n.clusterAPI())
+		mux.Handle("/api/cluster/", n.clusterAPI())
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSONError(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)
+	})
+	return mux
+}

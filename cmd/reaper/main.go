@@ -1,0 +1,139 @@
+// Command reaper is the scale-to-zero gateway: it proxies requests to apps, puts
+// the ones nobody uses to sleep and wakes them on the next request.
+//
+//	reaper serve --config FILE    run the gateway
+//	reaper check --config FILE    check a configuration file and exit
+//	reaper version                print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time (-ldflags "-X main.version=…").
+var version = "dev"
+
+func main() {
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	var code exitCode
+	switch {
+	case err == nil:
+	case errors.As(err, &code):
+		os.Exit(int(code))
+	default:
+		fmt.Fprintln(os.Stderr, "reaper:", err)
+		os.Exit(1)
+	}
+}
+
+// exitCode ends the program with a status and no further message (the command has
+// said what was wrong).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+const usage = `reaper — a scale-to-zero gateway
+
+Usage:
+  reaper serve --config FILE [--log-format text|json] [--log-level LEVEL]
+  reaper check --config FILE
+  reaper cluster status|join|remove --config FILE [options]
+  reaper import-otoroshi FILE
+  reaper version
+
+Run 'reaper COMMAND --help' for a command's options.
+`
+
+// run is the whole program, with its environment passed in so that tests can run
+// it: ctx ends on SIGTERM or SIGINT.
+func run(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitCode(2)
+	}
+	switch args[0] {
+	case "serve":
+		return serveCmd(ctx, args[1:], env, stdout, stderr)
+	case "check":
+		return checkCmd(args[1:], env, stdout, stderr)
+	case "cluster":
+		return clusterCmd(ctx, args[1:], env, stdout, stderr)
+	case "import-otoroshi":
+		return importCmd(args[1:], stdout, stderr)
+	case "version", "--version":
+		return versionCmd(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "reaper: unknown command %q\n\n%s", args[0], usage)
+		return exitCode(2)
+	}
+}
+
+// newFlags returns a flag set that prints its usage to stderr (or stdout for
+// --help) and never exits the process.
+func newFlags(name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: reaper %s\n\nOptions:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args; --help prints the usage to stdout and ends with status 0.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitCode(0)
+		}
+		return exitCode(2)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return exitCode(2)
+	}
+	return nil
+}
+
+func versionCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("version", "version", stdout, stderr)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "reaper %s\n", version)
+	return nil
+}
+
+func checkCmd(args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
+	fs := newFlags("check", "check --config FILE", stdout, stderr)
+	path := fs.String("config", "", "the configuration file to check (required)")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "reaper check: --config is required")
+		return exitCode(2)
+	}
+	cfg, err := loadConfig(*path, env)
+	if err != nil {
+		printConfigErrors(stderr, *path, err)
+		return exitCode(1)
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d routes, driver %s, store %s)\n", *path, len(cfg.Routes), cfg.PaaS.Driver, cfg.Store.Driver)
+	return nil
+}

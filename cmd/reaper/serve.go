@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/reapergw/reaper/config"
+	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/plugin"
+	_ "github.com/reapergw/reaper/plugin/builtin" // the headers and ip_filter plugins
+	"github.com/reapergw/reaper/reaper"
+)
+
+func serveCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
+	fs := newFlags("serve", "serve --config FILE [--log-format text|json] [--log-level debug|info|warn|error]", stdout, stderr)
+	path := fs.String("config", "", "the configuration file (required)")
+	format := fs.String("log-format", "text", "log format: text or json")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "reaper serve: --config is required")
+		return exitCode(2)
+	}
+	logger, err := newLogger(stderr, *format, *level)
+	if err != nil {
+		fmt.Fprintln(stderr, "reaper serve:", err)
+		return exitCode(2)
+	}
+	cfg, err := loadConfig(*path, env)
+	if err != nil {
+		printConfigErrors(stderr, *path, err)
+		return exitCode(1)
+	}
+	n, err := startNode(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	n.configPath, n.env = *path, env
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-hup:
+			n.reload()
+		case err := <-n.failed:
+			n.shutdown()
+			return err
+		case <-ctx.Done():
+			logger.Info("shutting down: draining in-flight requests", "timeout", cfg.Node.ShutdownTimeout.D())
+			n.shutdown()
+			logger.Info("stopped")
+			return nil
+		}
+	}
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q is not a level (use debug, info, warn or error)", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q is not a format (use text or json)", format)
+}
+
+func loadConfig(path string, env func(string) (string, bool)) (*config.Config, error) {
+	return config.Load(path, env)
+}
+
+// printConfigErrors prints every problem of a configuration, one per line.
+func printConfigErrors(w io.Writer, path string, err error) {
+	var list conf.List
+	if !errors.As(err, &list) {
+		fmt.Fprintf(w, "%s: %v\n", path, err)
+		return
+	}
+	noun := "problems"
+	if len(list) == 1 {
+		noun = "problem"
+	}
+	fmt.Fprintf(w, "%s: %d %s:\n", path, len(list), noun)
+	for _, e := range list {
+		fmt.Fprintf(w, "  %s\n", e.Error())
+	}
+}
+
+// node is one running reaper: its parts and listeners.
+type node struct {
+	cfg        *config.Config
+	configPath string
+	env        func(string) (string, bool)
+	log        *slog.Logger
+
+	parts      *parts
+	gateway    *plugin.Gateway
+	transports *plugin.Transports
+	gwServer   *http.Server
+	admin      *http.Server
+	ready      *readiness
+
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
+	failed   chan error
+	reloadMu sync.Mutex
+}
+
+// startNode builds every part from the configuration and starts listening. When it
+// returns without error the gateway serves.
+func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*node, error) {
+	if err := os.MkdirAll(cfg.Node.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("node.data_dir: %w", err)
+	}
+	n := &node{cfg: cfg, log: logger, failed: make(chan error, 2), ready: &readiness{}}
+	p, err := buildParts(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	n.parts = p
+	n.transports = plugin.NewTransports()
+	router, err := plugin.BuildRouter(ctx, cfg.Routes, n.buildOptions())
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	n.gateway = plugin.NewGateway(plugin.GatewayOptions{
+		Logger:         logger,
+		Node:           cfg.Node.ID,
+		TrustedProxies: cfg.Node.TrustedProxiesPrefixes(),
+	})
+	n.gateway.Swap(router)
+
+	gwLn, err := net.Listen("tcp", cfg.Node.Listen)
+	if err != nil {
+		router.Close()
+		p.close()
+		return nil, fmt.Errorf("node.listen: %w", err)
+	}
+	var adminLn net.Listener
+	if cfg.Node.AdminListen != "" {
+		if adminLn, err = net.Listen("tcp", cfg.Node.AdminListen); err != nil {
+			gwLn.Close()
+			router.Close()
+			p.close()
+			return nil, fmt.Errorf("node.admin_listen: %w", err)
+		}
+	}
+
+	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.bgCancel = cancel
+	p.run(bgCtx, &n.bg)
+
+	n.gwServer = &http.Server{
+		Handler:           n.gateway,
+		ReadHeaderTimeout: cfg.Node.ReadHeaderTimeout.D(),
+		IdleTimeout:       cfg.Node.IdleTimeout.D(),
+		MaxHeaderBytes:    cfg.Node.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	scheme := "http"
+	if t := cfg.Node.TLS; t != nil {
+		scheme = "https"
+		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			cancel()
+			gwLn.Close()
+			return nil, fmt.Errorf("node.tls: %w", err)
+		}
+		// ServeTLS turns HTTP/2 on for this config.
+		n.gwServer.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	n.serve(n.gwServer, gwLn, "gateway", scheme)
+	if adminLn != nil {
+		n.admin = &http.Server{
+			Handler:           adminHandler(cfg.Node.AdminToken, n.ready, n.adminAPI(), n.internal()),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		}
+		n.serve(n.admin, adminLn, "admin", "http")
+		if !cfg.Node.AdminToken.IsSet() {
+			logger.Warn("the admin API, dashboard and metrics are off: node.admin_token is not set; the admin listener serves /healthz and /readyz only")
+		}
+	}
+	n.ready.set(true)
+	logger.Info("reaper started", "node", cfg.Node.ID, "routes", len(cfg.Routes), "driver", cfg.PaaS.Driver, "store", cfg.Store.Driver, "data_dir", filepath.Clean(cfg.Node.DataDir))
+	return n, nil
+}
+
+func (n *node) serve(srv *http.Server, ln net.Listener, name, scheme string) {
+	n.log.Info(name+" listening", "addr", ln.Addr().String(), "scheme", scheme)
+	go func() {
+		var err error
+		if srv.TLSConfig != nil {
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.failed <- fmt.Errorf("%s listener: %w", name, err)
+		}
+	}()
+}
+
+// internal returns the handler of the cluster's internal calls, or nil on a single
+// node.
+func (n *node) internal() http.Handler {
+	if n.parts.leader == nil {
+		return nil
+	}
+	return n.internalAPI()
+}
+
+func (n *node) buildOptions() plugin.BuildOptions {
+	return plugin.BuildOptions{
+		Logger:     n.log,
+		Services:   map[string]any{reaper.ServiceName: n.parts.engine},
+		Transports: n.transports,
+	}
+}
+
+// reload re-reads the configuration file and swaps the routes and their plugins in
+// one step, without dropping a connection. An invalid file changes nothing: the
+// running configuration stays and every problem is logged.
+func (n *node) reload() {
+	n.reloadMu.Lock()
+	defer n.reloadMu.Unlock()
+	n.log.Info("reloading the configuration", "file", n.configPath)
+	cfg, err := loadConfig(n.configPath, n.env)
+	if err != nil {
+		var list conf.List
+		if errors.As(err, &list) {
+			for _, e := range list {
+				n.log.Error("configuration problem", "file", n.configPath, "at", e.Path, "problem", e.Msg)
+			}
+		} else {
+			n.log.Error("configuration not reloaded", "file", n.configPath, "err", err)
+		}
+		n.log.Error("the configuration was not reloaded: the running one stays", "problems", max(len(list), 1))
+		return
+	}
+	for _, change := range restartNeeded(n.cfg, cfg) {
+		n.log.Warn("this change takes effect at the next restart", "setting", change)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	router, err := plugin.BuildRouter(ctx, cfg.Routes, n.buildOptions())
+	if err != nil {
+		n.log.Error("the configuration was not reloaded: the running one stays", "err", err)
+		return
+	}
+	old := n.gateway.Swap(router)
+	if old != nil {
+		old.Close()
+	}
+	n.cfg.Routes = cfg.Routes
+	n.log.Info("configuration reloaded", "routes", len(cfg.Routes))
+}
+
+// shutdown stops accepting, answers held requests, drains in-flight requests up to
+// node.shutdown_timeout, then stops the background work and saves the state.
+func (n *node) shutdown() {
+	n.ready.set(false)
+	n.parts.engine.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
+	defer cancel()
+	if err := n.gwServer.Shutdown(ctx); err != nil {
+		n.log.Warn("in-flight requests were cut: the shutdown timeout passed", "timeout", n.cfg.Node.ShutdownTimeout.D())
+		n.gwServer.Close()
+	}
+	if n.admin != nil {
+		actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n.admin.Shutdown(actx)
+		acancel()
+	}
+	n.bgCancel()
+	n.bg.Wait()
+	if r := n.gateway.Swap(nil); r != nil {
+		r.Close()
+	}
+	n.parts.close()
+}
+
+// readiness is what /readyz reports.
+type readiness struct {
+	mu sync.Mutex
+	ok bool
+}
+
+func (r *readiness) set(ok bool) { r.mu.Lock(); r.ok = ok; r.mu.Unlock() }
+
+func (r *readiness) check() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ok {
+		return errors.New("not serving (starting or shutting down)")
+	}
+	return nil
+}

@@ -1,0 +1,293 @@
+// Package config reads reaper's configuration file: one YAML document whose keys
+// are documented in docs/configuration.md. Every problem is reported at once, each
+// with the path of the field and what was expected; `reaper check` prints them.
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas/clevercloud"
+	"github.com/reapergw/reaper/paas/process"
+	"github.com/reapergw/reaper/plugin"
+)
+
+// Config is the whole file.
+type Config struct {
+	Node    Node                 `yaml:"node"`
+	Reaper  Reaper               `yaml:"reaper"`
+	PaaS    PaaS                 `yaml:"paas"`
+	Store   Store                `yaml:"store"`
+	Cluster *Cluster             `yaml:"cluster"`
+	Routes  []plugin.RouteConfig `yaml:"routes"`
+}
+
+// Node is this copy of reaper: where it listens and keeps its data.
+type Node struct {
+	ID          string      `yaml:"id"`
+	Listen      string      `yaml:"listen"`
+	AdminListen string      `yaml:"admin_listen"`
+	AdminToken  conf.Secret `yaml:"admin_token"`
+	DataDir     string      `yaml:"data_dir"`
+	TLS         *TLS        `yaml:"tls"`
+	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
+	ShutdownTimeout conf.Duration `yaml:"shutdown_timeout"`
+	// TrustedProxies are the peers (IPs or CIDRs) whose X-Forwarded-For and
+	// X-Forwarded-Proto the gateway believes.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// ReadHeaderTimeout bounds how long a client may take to send its headers.
+	ReadHeaderTimeout conf.Duration `yaml:"read_header_timeout"`
+	// IdleTimeout closes client keep-alive connections idle this long.
+	IdleTimeout conf.Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes bounds the size of a request's headers.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+
+	trusted []netip.Prefix
+}
+
+// TLS turns on HTTPS (and HTTP/2) on the gateway listener.
+type TLS struct {
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// Reaper tunes the job.
+type Reaper struct {
+	JobInterval  conf.Duration `yaml:"job_interval"`
+	FastInterval conf.Duration `yaml:"fast_interval"`
+	// DryRun starts the node with the dry-run setting on (decisions are logged, no
+	// app is stopped) unless the store already holds settings.
+	DryRun bool `yaml:"dry_run"`
+}
+
+// PaaS chooses and configures the platform driver.
+type PaaS struct {
+	Driver      string              `yaml:"driver"`
+	Apps        []process.AppConfig `yaml:"apps"`
+	CleverCloud *clevercloud.Config `yaml:"clevercloud"`
+}
+
+// Store chooses where shared state lives.
+type Store struct {
+	Driver   string      `yaml:"driver"`
+	Address  string      `yaml:"address"`
+	Username string      `yaml:"username"`
+	Password conf.Secret `yaml:"password"`
+	TLS      bool        `yaml:"tls"`
+	Prefix   string      `yaml:"prefix"`
+}
+
+// Cluster makes this node one of several.
+type Cluster struct {
+	RaftListen string `yaml:"raft_listen"`
+	// Advertise is the Raft address the other nodes dial, when raft_listen is not
+	// it (0.0.0.0:7000 behind a host address). Default: this node's raft_addr in
+	// peers, else raft_listen.
+	Advertise string      `yaml:"advertise"`
+	Secret    conf.Secret `yaml:"secret"`
+	Peers     []Peer      `yaml:"peers"`
+}
+
+// Peer is one member of the cluster.
+type Peer struct {
+	ID       string `yaml:"id"`
+	RaftAddr string `yaml:"raft_addr"`
+	APIAddr  string `yaml:"api_addr"`
+}
+
+// Drivers.
+const (
+	DriverProcess     = "process"
+	DriverCleverCloud = "clevercloud"
+	StoreMemory       = "memory"
+	StoreValkey       = "valkey"
+)
+
+// Default returns a Config with every default set, as an empty file gives.
+func Default() Config {
+	host, _ := os.Hostname()
+	return Config{
+		Node: Node{
+			ID:                host,
+			Listen:            "127.0.0.1:8080",
+			AdminListen:       "127.0.0.1:9090",
+			DataDir:           "./data",
+			ShutdownTimeout:   conf.Duration(30 * time.Second),
+			ReadHeaderTimeout: conf.Duration(10 * time.Second),
+			IdleTimeout:       conf.Duration(120 * time.Second),
+			MaxHeaderBytes:    64 << 10,
+		},
+		Reaper: Reaper{
+			JobInterval:  conf.Duration(30 * time.Second),
+			FastInterval: conf.Duration(5 * time.Second),
+		},
+		PaaS:  PaaS{Driver: DriverProcess},
+		Store: Store{Driver: StoreMemory, Prefix: "reaper:"},
+	}
+}
+
+// Load reads and checks the file at path. env looks up ${VAR} references (nil:
+// the process environment). The error, if any, lists every problem.
+func Load(path string, env func(string) (string, bool)) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, env)
+}
+
+// Parse checks a configuration given as bytes; see Load.
+func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
+	n, err := conf.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	cfg := Default()
+	var errs conf.Errors
+	d := &conf.Decoder{Env: env}
+	d.Decode(n, &cfg, "", &errs)
+	cfg.check(d, &errs)
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// TrustedProxies returns node.trusted_proxies parsed.
+func (n *Node) TrustedProxiesPrefixes() []netip.Prefix { return n.trusted }
+
+// Validate checks the node section.
+func (n *Node) Validate(path string, errs *conf.Errors) {
+	if n.ID == "" {
+		errs.Add(conf.Key(path, "id"), "is required (the host name could not be read)")
+	}
+	checkAddr(n.Listen, conf.Key(path, "listen"), errs)
+	if n.AdminListen != "" {
+		checkAddr(n.AdminListen, conf.Key(path, "admin_listen"), errs)
+	}
+	if n.DataDir == "" {
+		errs.Add(conf.Key(path, "data_dir"), "is required")
+	}
+	if n.MaxHeaderBytes < 1024 {
+		errs.Add(conf.Key(path, "max_header_bytes"), "must be at least 1024")
+	}
+	if n.ReadHeaderTimeout <= 0 {
+		errs.Add(conf.Key(path, "read_header_timeout"), "must be more than 0")
+	}
+	n.trusted = n.trusted[:0]
+	for i, s := range n.TrustedProxies {
+		p, err := ParsePrefix(s)
+		if err != nil {
+			errs.Add(conf.Index(conf.Key(path, "trusted_proxies"), i), "%s", err.Error())
+			continue
+		}
+		n.trusted = append(n.trusted, p)
+	}
+}
+
+// Validate checks the TLS section.
+func (t *TLS) Validate(path string, errs *conf.Errors) {
+	for key, file := range map[string]string{"cert": t.Cert, "key": t.Key} {
+		if file == "" {
+			errs.Add(conf.Key(path, key), "is required with tls")
+		} else if _, err := os.Stat(file); err != nil {
+			errs.Add(conf.Key(path, key), "%s cannot be read: %s", strconv.Quote(file), statReason(err))
+		}
+	}
+}
+
+// Validate checks the job's timings.
+func (r *Reaper) Validate(path string, errs *conf.Errors) {
+	if r.JobInterval < conf.Duration(time.Second) {
+		errs.Add(conf.Key(path, "job_interval"), "must be at least 1s")
+	}
+	if r.FastInterval < conf.Duration(100*time.Millisecond) {
+		errs.Add(conf.Key(path, "fast_interval"), "must be at least 100ms")
+	}
+}
+
+// Validate checks the store section.
+func (s *Store) Validate(path string, errs *conf.Errors) {
+	switch s.Driver {
+	case StoreMemory:
+	case StoreValkey:
+		if s.Address == "" {
+			errs.Add(conf.Key(path, "address"), "is required with the valkey store (host:port)")
+		} else {
+			checkAddr(s.Address, conf.Key(path, "address"), errs)
+		}
+	default:
+		errs.Add(conf.Key(path, "driver"), "%s is not a store (use memory or valkey)", strconv.Quote(s.Driver))
+	}
+}
+
+// Validate checks the cluster section.
+func (c *Cluster) Validate(path string, errs *conf.Errors) {
+	if c.RaftListen == "" {
+		errs.Add(conf.Key(path, "raft_listen"), "is required")
+	} else {
+		checkAddr(c.RaftListen, conf.Key(path, "raft_listen"), errs)
+	}
+	if len(c.Secret.Reveal()) < 16 {
+		errs.Add(conf.Key(path, "secret"), "must be at least 16 characters (every node shares it)")
+	}
+	if c.Advertise != "" {
+		checkAddr(c.Advertise, conf.Key(path, "advertise"), errs)
+	}
+	seen := map[string]bool{}
+	for i, p := range c.Peers {
+		pp := conf.Index(conf.Key(path, "peers"), i)
+		if p.ID == "" {
+			errs.Add(conf.Key(pp, "id"), "is required")
+		} else if seen[p.ID] {
+			errs.Add(conf.Key(pp, "id"), "%s is listed twice", strconv.Quote(p.ID))
+		}
+		seen[p.ID] = true
+		checkAddr(p.RaftAddr, conf.Key(pp, "raft_addr"), errs)
+		checkAddr(p.APIAddr, conf.Key(pp, "api_addr"), errs)
+	}
+}
+
+// checkAddr checks a host:port listen or dial address.
+func checkAddr(s, path string, errs *conf.Errors) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		errs.Add(path, "%s is not an address (write host:port, such as 127.0.0.1:8080 or :8080)", strconv.Quote(s))
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		errs.Add(path, "%s has no valid port", strconv.Quote(s))
+	}
+	if strings.ContainsAny(host, " /") {
+		errs.Add(path, "%s has no valid host", strconv.Quote(s))
+	}
+}
+
+// ParsePrefix reads an IP address or a CIDR.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%s is not a CIDR such as 10.0.0.0/8", strconv.Quote(s))
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%s is not an IP address or a CIDR", strconv.Quote(s))
+	}
+	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+}
+
+func statReason(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
