@@ -1,0 +1,70 @@
+# reaper — see README.md. Targets: run, test, build, generate, lint, bench.
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+export GORACE ?= atexit_sleep_ms=0
+
+.PHONY: run test build generate lint bench clean
+
+build:
+	@mkdir -p bin
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/reaper ./cmd/demoapp
+
+run: build
+	@echo
+	@echo "reaper demo: two apps behind the gateway, asleep until someone asks."
+	@echo "  browser:  http://hello.localhost:8080/   (holds API calls; browsers get the waiting page)"
+	@echo "            http://api.localhost:8080/     (answers API calls 503 at once while it wakes)"
+	@echo "  curl:     curl -i -H 'Host: hello.localhost' http://127.0.0.1:8080/        # held, then the app's answer"
+	@echo "            curl -i -H 'Host: api.localhost' http://127.0.0.1:8080/          # 503 + Retry-After, app starting"
+	@echo "            curl -i -H 'Host: hello.localhost' -H 'CleverCloud-Reaper: status' http://127.0.0.1:8080/"
+	@echo "            curl -i -H 'Host: hello.localhost' -A 'UptimeRobot/2.0' http://127.0.0.1:8080/   # monitor: 200, no wake"
+	@echo "  health:   curl http://127.0.0.1:9090/healthz"
+	@echo "  The apps sleep after 30 s without traffic; watch this log. Ctrl-C stops reaper (the apps keep running: see README)."
+	@echo
+	./bin/reaper serve --config examples/demo.yaml
+
+test:
+	$(GO) test -race -timeout 20m ./...
+
+generate:
+	$(GO) tool templ generate
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+bench: build
+	$(GO) run ./bench
+
+clean:
+	rm -rf bin data
+
+.PHONY: run-clever
+# run-clever: the gateway with the Clever Cloud driver against the fake Clever Cloud
+# (cmd/fakeclever, on its fixed loopback ports 7801-7804 and 7810-7811), so the
+# Clever path can be tried without an account. The fake stops when reaper does.
+run-clever: build
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/fakeclever
+	@mkdir -p data
+	@./bin/fakeclever --apps 2 --state SHOULD_BE_DOWN --app-edge-base 7810 \
+	    --boot-time 5s --deploy-delay 2s --stop-linger 3s >data/fakeclever.log 2>&1 & fake=$$!; \
+	trap 'kill $$fake 2>/dev/null; wait $$fake 2>/dev/null; echo "fakeclever stopped"' EXIT; \
+	for i in $$(seq 50); do \
+	    if ! kill -0 $$fake 2>/dev/null; then echo "fakeclever did not start:"; cat data/fakeclever.log; exit 1; fi; \
+	    (exec 3<>/dev/tcp/127.0.0.1/7804) 2>/dev/null && break; sleep 0.1; \
+	done; \
+	echo; \
+	echo "reaper + a fake Clever Cloud: two apps, stopped until someone asks (boot: 2 s + 5 s)."; \
+	echo "  fake: bridge http://127.0.0.1:7801, control http://127.0.0.1:7804/_fake/ (log: data/fakeclever.log)"; \
+	echo "  curl -i -H 'Host: hello.localhost' http://127.0.0.1:8080/        # held, then the app's answer"; \
+	echo "  curl -i -H 'Host: api.localhost' http://127.0.0.1:8080/          # 503 + Retry-After, app starting"; \
+	echo "  curl -i -H 'Host: hello.localhost' -H 'CleverCloud-Reaper: status' http://127.0.0.1:8080/"; \
+	echo "  curl -s http://127.0.0.1:7804/_fake/apps                         # the apps as Clever Cloud sees them"; \
+	echo "  curl -X POST http://127.0.0.1:7804/_fake/apps/app_00000000-0000-4000-8000-000000000001/console/stop   # stop from the console"; \
+	echo "  curl -s -H 'Authorization: Bearer demo-admin-token' http://127.0.0.1:9090/api/apps"; \
+	echo "  The apps sleep after 30 s without traffic; watch this log. Ctrl-C stops reaper and the fake."; \
+	echo; \
+	./bin/reaper serve --config examples/clevercloud-fake.yaml
