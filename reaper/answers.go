@@ -1,10 +1,8 @@
 package reaper
 
 import (
-	"html"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/reapergw/reaper/page"
 	"github.com/reapergw/reaper/plugin"
@@ -88,8 +86,11 @@ func (p *Plugin) shutdownAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 // uptime checks never take it for the site's content).
 func (p *Plugin) waitingPage(ex *plugin.Exchange, st Status) (*plugin.Answer, error) {
 	var body []byte
-	if p.WaitingPage != "" {
-		body = p.customPage(ex, st)
+	if p.page != nil {
+		body = p.page.Render(map[string]string{
+			"route_name": p.routeName, "app_name": p.routeName, "app_id": p.AppID,
+			"status": string(st), "request_id": ex.ID, "node": p.engine.opts.Node,
+		})
 	} else {
 		var err error
 		body, err = page.RenderWaiting(ex.Context(), page.Waiting{
@@ -114,16 +115,4 @@ func (p *Plugin) waitingPage(ex *plugin.Exchange, st Status) (*plugin.Answer, er
 		body = nil
 	}
 	return &plugin.Answer{Status: http.StatusServiceUnavailable, Header: h, Body: body}, nil
-}
-
-// customPage fills the operator's waiting page; every value is HTML-escaped.
-func (p *Plugin) customPage(ex *plugin.Exchange, st Status) []byte {
-	r := strings.NewReplacer(
-		"{{route_name}}", html.EscapeString(p.routeName),
-		"{{app_name}}", html.EscapeString(p.routeName),
-		"{{app_id}}", html.EscapeString(p.AppID),
-		"{{status}}", html.EscapeString(string(st)),
-		"{{request_id}}", html.EscapeString(ex.ID),
-	)
-	return []byte(r.Replace(p.WaitingPage))
 }

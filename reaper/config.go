@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/templates"
 )
 
 // Config is the reaper plugin's configuration on one route. Its keys are those of
@@ -42,13 +43,20 @@ type Config struct {
 	// sleeps they get a 200 without waking it, and they never count as traffic.
 	MonitoringFilters []MonitoringFilter `yaml:"monitoring_filters"`
 	// WaitingPage replaces the built-in waiting page: HTML with the placeholders
-	// {{route_name}}, {{app_name}}, {{app_id}}, {{status}}, {{request_id}}.
+	// {{route_name}}, {{app_name}}, {{app_id}}, {{status}}, {{request_id}},
+	// {{node}} (filled in HTML-escaped).
 	WaitingPage string `yaml:"waiting_page"`
+	// WaitingPageFile is the same page read from a file (read again on reload).
+	WaitingPageFile string `yaml:"waiting_page_file"`
 	// MaxHeld bounds the requests held for the app on this node.
 	MaxHeld int `yaml:"max_held"`
 
 	mustBeUp []Range
+	page     *templates.Page
 }
+
+// Placeholders are those a custom waiting page may use.
+var Placeholders = []string{"route_name", "app_name", "app_id", "status", "request_id", "node"}
 
 // Defaults of the reference reaper, kept so that imported routes behave the same.
 const (
@@ -122,6 +130,22 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 			}
 			c.mustBeUp = append(c.mustBeUp, r)
 		}
+	}
+	switch {
+	case c.WaitingPage != "" && c.WaitingPageFile != "":
+		errs.Add(conf.Key(path, "waiting_page_file"), "give waiting_page or waiting_page_file, not both")
+	case c.WaitingPage != "":
+		page, err := templates.Parse(c.WaitingPage, Placeholders)
+		if err != nil {
+			errs.Add(conf.Key(path, "waiting_page"), "%s", err.Error())
+		}
+		c.page = page
+	case c.WaitingPageFile != "":
+		page, err := templates.LoadFile(c.WaitingPageFile, Placeholders)
+		if err != nil {
+			errs.Add(conf.Key(path, "waiting_page_file"), "%s", err.Error())
+		}
+		c.page = page
 	}
 	for i := range c.MonitoringFilters {
 		c.MonitoringFilters[i].validate(conf.Index(conf.Key(path, "monitoring_filters"), i), errs)
