@@ -2,7 +2,6 @@ package reaper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -314,6 +313,3 @@ func (j *Job) forget(id string) {
 	delete(j.again, id)
 	delete(j.running, id)
 }
-
-// Errors in steps are logged, never returned: the job goes on with other apps.
-var errStale = errors.New("reaper: a newer leader owns this record")

@@ -237,8 +237,7 @@ func (i *inner) Validate(path string, errs *Errors) {
 
 type outer struct {
 	inner
-	B     int `yaml:"b"`
-	state int
+	B int `yaml:"b"`
 }
 
 func TestDecode_EmbeddedStructIsInlined(t *testing.T) {

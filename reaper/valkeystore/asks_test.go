@@ -58,7 +58,7 @@ func TestAskWake_KeepsLatestExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := time.UnixMilli(atoi(t, score)).Sub(time.Now())
+	left := time.Until(time.UnixMilli(atoi(t, score)))
 	if left < 29*time.Minute {
 		t.Errorf("a 1 ms ask cut the 30 min ask's life to %v", left)
 	}
