@@ -1,4 +1,4 @@
-# reaper — see README.md. Targets: run, test, build, generate, lint, bench.
+# reaper — see README.md. Targets: run, test, build, generate, lint, bench, run-clever, cluster.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -9,7 +9,7 @@ export GORACE ?= atexit_sleep_ms=0
 
 build:
 	@mkdir -p bin
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/reaper ./cmd/demoapp
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/reaper ./cmd/demoapp ./cmd/fakeclever
 
 run: build
 	@echo
@@ -47,7 +47,6 @@ clean:
 # (cmd/fakeclever, on its fixed loopback ports 7801-7804 and 7810-7811), so the
 # Clever path can be tried without an account. The fake stops when reaper does.
 run-clever: build
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/fakeclever
 	@mkdir -p data
 	@./bin/fakeclever --apps 2 --state SHOULD_BE_DOWN --app-edge-base 7810 \
 	    --boot-time 5s --deploy-delay 2s --stop-linger 3s >data/fakeclever.log 2>&1 & fake=$$!; \
@@ -68,3 +67,9 @@ run-clever: build
 	echo "  The apps sleep after 30 s without traffic; watch this log. Ctrl-C stops reaper and the fake."; \
 	echo; \
 	./bin/reaper serve --config examples/clevercloud-fake.yaml
+
+.PHONY: cluster
+# cluster: three local nodes (Raft over loopback), a local redis-server as the
+# shared store, and the fake Clever Cloud as the platform. Ctrl-C stops them all.
+cluster: build
+	./scripts/cluster.sh

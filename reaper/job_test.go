@@ -2,8 +2,10 @@ package reaper
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -211,6 +213,55 @@ func TestJob_RestartKeepsEveryClock(t *testing.T) {
 		// not a full grace period from the restart.
 		if took < 9*time.Minute || took > 9*time.Minute+31*time.Second {
 			t.Errorf("slept %v after the restart, want 9m (+ one pass)", took)
+		}
+	})
+}
+
+// racyPlatform finishes the app's start between the job's two reads (state, then
+// last deployment), as a slow or rate-limited API makes happen.
+type racyPlatform struct {
+	*paastest.Fake
+	flip func()
+}
+
+func (r racyPlatform) LastDeployment(ctx context.Context, app paas.App) (*paas.Deployment, error) {
+	if r.flip != nil {
+		r.flip()
+	}
+	return r.Fake.LastDeployment(ctx, app)
+}
+
+func TestJob_StateReadBeforeAStartEndedNeverRestartsTheApp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("app")
+		fake.Manual = true
+		e := newEnv(t, fake, "")
+		var once sync.Once
+		racy := racyPlatform{Fake: fake}
+		racy.flip = func() { once.Do(func() { fake.FinishStart("app") }) }
+		e.job = NewJob(JobOptions{Engine: e.engine, Store: e.store, PaaS: racy, Logger: slog.New(slog.DiscardHandler),
+			FastInterval: 5 * time.Second, FullInterval: 30 * time.Second})
+		e.engine.SetAsker(e.job)
+		p := e.route(config("app"))
+		ctx := context.Background()
+		now := time.Now()
+		// The app is waking: our start was sent a second ago, the platform still
+		// says SHOULD_BE_DOWN (its deployment has not begun), requests still ask.
+		fake.Set("app", paastest.App{State: paas.StateShouldBeDown,
+			Deployment: &paas.Deployment{State: paas.DeploymentWIP, Action: "DEPLOY", At: now}})
+		rec := Record{AppID: "app", Status: StatusWaitingForUp, ActionAt: now.Add(-time.Second), StartSentAt: now.Add(-time.Second), LastStatusUpdate: now}
+		if err := e.store.PutRecord(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		e.store.AskWake(ctx, "app", now, time.Hour)
+		e.start()
+		defer e.stop()
+		settle()
+		if n := fake.Count("start", "app"); n != 0 {
+			t.Errorf("start calls = %d: a start was sent to an app that had just come up (a restart)", n)
+		}
+		if st := p.app.status(); st != StatusUp {
+			t.Errorf("status = %s, want Up", st)
 		}
 	})
 }

@@ -68,6 +68,15 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 			j.apiErr.log(j.log, "reading an app's last deployment failed; trying again at the next tick", fmt.Errorf("%s: %w", id, err))
 			return
 		}
+		if dep != nil && dep.State == paas.DeploymentOK && in.Observation.State == paas.StateShouldBeDown {
+			// The state was read before the deployment: a start that ended in
+			// between looks like an app stopped right after it woke. Read the
+			// state again, after the deployment, so that it cannot be older.
+			if in.Observation, err = j.opts.PaaS.Observe(ctx, t.app); err != nil {
+				j.observeFailed(ctx, term, rec, err, now)
+				return
+			}
+		}
 		in.Observation.Deployment = dep
 	}
 
@@ -201,10 +210,23 @@ func (j *Job) trafficSince(ctx context.Context, id string, decidedOn time.Time) 
 // reason is sent again at the next tick; the wake ask stays stored until it
 // succeeds.
 func (j *Job) start(ctx context.Context, t target, prev, next Record, now time.Time) {
+	// A start sent to an app that is up restarts it on some platforms: whatever
+	// the pass observed (a batch read may be seconds old), ask the platform again
+	// right before, and start only an app it says is down.
+	obs, err := j.opts.PaaS.Observe(ctx, t.app)
+	if err != nil {
+		j.apiErr.log(j.log, "observing an app before starting it failed; trying again at the next tick", fmt.Errorf("%s: %w", t.app.ID, err))
+		return
+	}
+	if obs.State != paas.StateShouldBeDown {
+		j.log.Debug("not starting an app the platform no longer reports down; looking again", "app", t.app.ID, "state", obs.State)
+		_ = j.Ask(ctx, t.app.ID)
+		return
+	}
 	if !j.verify(ctx) || !j.write(ctx, prev, next) {
 		return
 	}
-	err := j.opts.PaaS.Start(ctx, t.app)
+	err = j.opts.PaaS.Start(ctx, t.app)
 	switch {
 	case err == nil:
 		j.log.Info("app woken", "app", t.app.ID, "cause", next.Cause)
@@ -245,6 +267,8 @@ func (j *Job) write(ctx context.Context, prev, next Record) bool {
 		}
 		return false
 	}
+	// This node acts on the record at once (before it says so in the log).
+	j.opts.Engine.Apply(next)
 	if prev.Status != next.Status {
 		t := Transition{AppID: next.AppID, From: prev.Status, To: next.Status, Cause: next.Cause, At: next.LastStatusUpdate}
 		if err := j.opts.Store.AppendHistory(ctx, t); err != nil {
@@ -256,7 +280,6 @@ func (j *Job) write(ctx context.Context, prev, next Record) bool {
 		}
 		level("app status changed", "app", next.AppID, "from", prev.Status, "to", next.Status, "cause", next.Cause)
 	}
-	j.opts.Engine.Apply(next)
 	return true
 }
 

@@ -19,6 +19,10 @@ trap cleanup INT TERM EXIT
 redis-server --port 7900 --bind 127.0.0.1 --save "" --appendonly yes --dir "$PWD/data/cluster" \
   --daemonize no >data/cluster/redis.log 2>&1 &
 pids+=($!)
+for _ in $(seq 50); do
+  redis-cli -p 7900 ping >/dev/null 2>&1 && break
+  sleep 0.1
+done
 ./bin/fakeclever --apps 2 --app-edge-base 7810 --boot-time 3s --deploy-delay 1s --stop-linger 1s \
   --token "${CLEVER_CLOUD_API_TOKEN:-fake-token}" >data/cluster/fakeclever.log 2>&1 &
 pids+=($!)
@@ -27,8 +31,8 @@ for i in 1 2 3; do
   pids+=($!)
 done
 
-for _ in $(seq 50); do
-  ./bin/reaper cluster status --config examples/cluster/n1.yaml >/dev/null 2>&1 && break
+for _ in $(seq 100); do
+  ./bin/reaper cluster status --config examples/cluster/n1.yaml 2>/dev/null | grep -q ', leader n' && break
   sleep 0.2
 done
 ./bin/reaper cluster status --config examples/cluster/n1.yaml || true
