@@ -25,7 +25,8 @@ type JobOptions struct {
 	// FastInterval: apps in transition or with pending asks (default 5 s).
 	// FullInterval: every app (default 30 s).
 	FastInterval, FullInterval time.Duration
-	// LockTTL bounds a per-app lock (default 60 s).
+	// LockTTL bounds a per-app lock (default 15 s); the job extends it while it
+	// works on the app, so it only matters when a leader dies holding it.
 	LockTTL time.Duration
 	// Fence is consulted before every start and stop; nil on a single node.
 	Fence Fence
@@ -73,7 +74,7 @@ func NewJob(opts JobOptions) *Job {
 		opts.FullInterval = 30 * time.Second
 	}
 	if opts.LockTTL <= 0 {
-		opts.LockTTL = 60 * time.Second
+		opts.LockTTL = 15 * time.Second
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 16

@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/paastest"
 )
@@ -262,6 +264,52 @@ func TestJob_StateReadBeforeAStartEndedNeverRestartsTheApp(t *testing.T) {
 		}
 		if st := p.app.status(); st != StatusUp {
 			t.Errorf("status = %s, want Up", st)
+		}
+	})
+}
+
+// slowStop is a platform whose stops take a while.
+type slowStop struct {
+	*paastest.Fake
+	took time.Duration
+}
+
+func (s slowStop) Stop(ctx context.Context, app paas.App) error {
+	select {
+	case <-time.After(s.took):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Fake.Stop(ctx, app)
+}
+
+func TestJob_LockIsKeptForALongStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := upApp("app")
+		e := newEnv(t, fake, "")
+		e.job = NewJob(JobOptions{Engine: e.engine, Store: e.store, PaaS: slowStop{Fake: fake, took: 20 * time.Second},
+			Logger: slog.New(slog.DiscardHandler), LockTTL: 3 * time.Second})
+		e.engine.SetAsker(e.job)
+		p := e.route(config("app", func(c *Config) { c.GracePeriod = conf.Duration(time.Minute) }))
+		e.start()
+		defer e.stop()
+		waitStatus(t, p, StatusWaitingForShutdown, 10*time.Minute)
+		// The stop runs for 20 s, far past the 3 s TTL: nobody else may take the lock.
+		for range 6 {
+			time.Sleep(3 * time.Second)
+			if l, err := e.store.Lock(context.Background(), "app", time.Second); !errors.Is(err, ErrLocked) {
+				if l != nil {
+					l.Release(context.Background())
+				}
+				t.Fatalf("the lock was free during the step: %v", err)
+			}
+		}
+		waitStatus(t, p, StatusDown, time.Minute)
+		if fake.Count("stop", "app") != 1 {
+			t.Errorf("stops = %d", fake.Count("stop", "app"))
+		}
+		if _, err := e.store.Lock(context.Background(), "app", time.Second); err != nil {
+			t.Errorf("the lock is still held after the step: %v", err)
 		}
 	})
 }

@@ -20,7 +20,9 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 		j.apiErr.log(j.log, "taking an app's lock failed", err)
 		return
 	}
+	ctx, stopKeeping := j.keepLock(ctx, lock, id)
 	defer func() {
+		stopKeeping()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = lock.Release(rctx)
@@ -96,6 +98,34 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 			j.clearAsk(ctx, id, now)
 		}
 	}
+}
+
+// keepLock extends the app's lock every third of its TTL while the step runs, so
+// that a short TTL (a dead leader's lock frees quickly) still covers a long step
+// (a slow platform, a stop that waits for the app). If the lock is lost, the
+// returned context ends: the step must not act without it.
+func (j *Job) keepLock(ctx context.Context, lock Lock, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(j.opts.LockTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := lock.Extend(ctx, j.opts.LockTTL); err != nil {
+					j.log.Warn("an app's lock was lost during its step; abandoning the step", "app", id, "err", err)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() { close(done); cancel() }
 }
 
 // input gathers what Decide needs besides the record, from this pass's data and
