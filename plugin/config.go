@@ -56,6 +56,12 @@ type BackendConfig struct {
 	// URL's own path).
 	Root     string   `yaml:"root"`
 	Timeouts Timeouts `yaml:"timeouts"`
+	// MaxConnections bounds the connections open to one target at once
+	// (WebSockets included); requests beyond it wait for a free connection. It
+	// keeps a burst (thousands of held requests released together) from opening a
+	// connection each and running out of file descriptors. Default 4096; 0 means
+	// no limit.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // Target is one backend URL with its weight. In YAML it is either the URL alone or
@@ -106,6 +112,8 @@ const (
 	DefaultConnectTimeout        = 10 * time.Second
 	DefaultResponseHeaderTimeout = 60 * time.Second
 	DefaultIdleTimeout           = 90 * time.Second
+	// DefaultMaxConnections bounds the connections to one target.
+	DefaultMaxConnections = 4096
 )
 
 // DefaultRouteConfig returns a RouteConfig with the defaults that decoding applies:
@@ -114,7 +122,7 @@ func DefaultRouteConfig() RouteConfig {
 	return RouteConfig{
 		Enabled:  true,
 		Frontend: FrontendConfig{StripPath: true},
-		Backend: BackendConfig{Timeouts: Timeouts{
+		Backend: BackendConfig{MaxConnections: DefaultMaxConnections, Timeouts: Timeouts{
 			Connect:        conf.Duration(DefaultConnectTimeout),
 			ResponseHeader: conf.Duration(DefaultResponseHeaderTimeout),
 			Idle:           conf.Duration(DefaultIdleTimeout),

@@ -55,6 +55,7 @@ type Route struct {
 	targets  []*upstream
 	wrr      *schedule
 	timeouts Timeouts
+	maxConns int
 
 	plugins []*instance // enabled plugins, in declared order
 	// Plugins per step, in declared order: computed once so that a request only
@@ -161,7 +162,7 @@ func BuildRouter(ctx context.Context, routes []RouteConfig, opts BuildOptions) (
 			inst.provisioned = true
 		}
 		r.classify()
-		r.proxy = r.newProxy(transports.get(r.timeouts), r.logger)
+		r.proxy = r.newProxy(transports.get(poolKey{r.timeouts, r.maxConns}), r.logger)
 	}
 	if err := errs.Err(); err != nil {
 		rt.Close()

@@ -8,19 +8,25 @@ import (
 )
 
 // Transports holds one http.Transport (one pool of upstream connections) per
-// distinct timeouts tuple (connect, response_header, idle). The binary creates one
+// distinct timeouts tuple (connect, response_header, idle) and connection limit. The binary creates one
 // and passes it to every BuildRouter, so that routes rebuilt by a reload reuse the
 // keep-alive connections of the routes they replace. Safe for concurrent use. A
 // tuple no route uses any more keeps its transport (its idle connections expire
 // after the idle timeout); there are as many transports as tuples ever configured.
 type Transports struct {
 	mu sync.Mutex
-	m  map[Timeouts]*http.Transport
+	m  map[poolKey]*http.Transport
+}
+
+// poolKey is what routes must share to share a pool.
+type poolKey struct {
+	timeouts Timeouts
+	maxConns int
 }
 
 // NewTransports returns an empty set of pools.
 func NewTransports() *Transports {
-	return &Transports{m: map[Timeouts]*http.Transport{}}
+	return &Transports{m: map[poolKey]*http.Transport{}}
 }
 
 // Upstream connection pool sizing: enough idle connections per backend that a
@@ -31,14 +37,18 @@ const (
 )
 
 // get returns the transport for t, creating it on first use.
-func (ts *Transports) get(t Timeouts) *http.Transport {
+func (ts *Transports) get(k poolKey) *http.Transport {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if tr, ok := ts.m[t]; ok {
+	if tr, ok := ts.m[k]; ok {
 		return tr
 	}
-	connect, header, idle := t.durations()
+	connect, header, idle := k.timeouts.durations()
 	dialer := &net.Dialer{Timeout: connect, KeepAlive: tcpKeepAlive}
+	idlePerHost := maxIdleConnsPerHost
+	if k.maxConns > 0 && k.maxConns < idlePerHost {
+		idlePerHost = k.maxConns
+	}
 	tr := &http.Transport{
 		// Never an outbound proxy from the environment: backends are addressed
 		// directly.
@@ -48,14 +58,15 @@ func (ts *Transports) get(t Timeouts) *http.Transport {
 		ResponseHeaderTimeout: header,
 		IdleConnTimeout:       idle,
 		MaxIdleConns:          0, // no global limit; the per-host limit bounds it
-		MaxIdleConnsPerHost:   maxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   idlePerHost,
+		MaxConnsPerHost:       k.maxConns,
 		ExpectContinueTimeout: time.Second,
 		// A proxy passes bodies as they are: no transparent gzip.
 		DisableCompression: true,
 		// HTTP/2 to https targets that offer it (plain http targets stay HTTP/1.1).
 		ForceAttemptHTTP2: true,
 	}
-	ts.m[t] = tr
+	ts.m[k] = tr
 	return tr
 }
 

@@ -1,56 +1,67 @@
 package plugin
 
 import (
-	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 )
 
-func TestTransports_SharedAcrossBuilds(t *testing.T) {
-	ts := NewTransports()
-	src := `
+func TestTransport_MaxConnectionsBoundsABurst(t *testing.T) {
+	var open, peak atomic.Int64
+	release := make(chan struct{})
+	const limit, burst = 3, 12
+	var seen atomic.Int64
+	three := make(chan struct{})
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seen.Add(1) == limit {
+			close(three)
+		}
+		<-release
+		w.Write([]byte("ok"))
+	}))
+	backend.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			if n := open.Add(1); n > peak.Load() {
+				peak.Store(n)
+			}
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	backend.Start()
+	defer backend.Close()
+	r := mustRouter(t, `
 routes:
-  - {id: a, frontend: {domains: [a.test]}, backend: {targets: ["http://127.0.0.1:1"]}}
-  - {id: b, frontend: {domains: [b.test]}, backend: {targets: ["http://127.0.0.1:2"]}}
-  - {id: c, frontend: {domains: [c.test]}, backend: {targets: ["http://127.0.0.1:3"], timeouts: {connect: 1s}}}
-`
-	build := func() *Router {
-		routes, err := parseRoutes(t, src, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := BuildRouter(context.Background(), routes, BuildOptions{Transports: ts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	r1, r2 := build(), build()
-	defer r1.Close()
-	defer r2.Close()
-	tr := func(r *Router, i int) http.RoundTripper { return r.routes[i].proxy.Transport }
-	if tr(r1, 0) != tr(r1, 1) || tr(r1, 0) == tr(r1, 2) {
-		t.Error("routes with the same timeouts share a transport, others do not")
-	}
-	if tr(r1, 0) != tr(r2, 0) || tr(r1, 2) != tr(r2, 2) {
-		t.Error("a rebuild reuses the transports")
-	}
-	h := tr(r1, 2).(*http.Transport)
-	if h.MaxIdleConnsPerHost < 64 || !h.DisableCompression || h.Proxy != nil || h.ResponseHeaderTimeout != 60*time.Second {
-		t.Errorf("transport settings %+v", h)
-	}
-}
+  - id: a
+    frontend: {domains: [a.test]}
+    backend: {targets: ["$B"], max_connections: 3}
+`, map[string]string{"B": backend.URL}, nil)
+	tg := newTestGateway(t, r)
 
-func TestBufferPool(t *testing.T) {
-	p := newBufferPool()
-	b := p.Get()
-	if len(b) != bufferSize {
-		t.Fatalf("buffer of %d bytes", len(b))
+	var done sync.WaitGroup
+	codes := make(chan int, burst)
+	for range burst {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			res, _ := tg.do(t, "GET", "a.test", "/", nil, nil)
+			codes <- res.StatusCode
+		}()
 	}
-	p.Put(b)
-	p.Put(make([]byte, 10)) // foreign buffers are dropped
-	if n := testing.AllocsPerRun(100, func() { p.Put(p.Get()) }); n != 0 {
-		t.Errorf("Get/Put allocate %v times", n)
+	<-three // three are at the backend; the others wait for a connection
+	close(release)
+	done.Wait()
+	close(codes)
+	for c := range codes {
+		if c != 200 {
+			t.Errorf("status %d, want every request answered", c)
+		}
+	}
+	if p := peak.Load(); p > limit {
+		t.Errorf("%d connections to the backend at once, want at most %d", p, limit)
 	}
 }

@@ -178,6 +178,10 @@ func compileBackend(r *Route, b *BackendConfig, path string, errs *conf.Errors) 
 	}
 	r.wrr = newSchedule(weights)
 	r.timeouts = b.Timeouts
+	if b.MaxConnections < 0 {
+		errs.Add(conf.Key(path, "max_connections"), "must be 0 (no limit) or more, got %d", b.MaxConnections)
+	}
+	r.maxConns = b.MaxConnections
 }
 
 // parseTarget checks a target URL; msg is empty when it is fine. Messages never
