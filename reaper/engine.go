@@ -62,6 +62,7 @@ type Engine struct {
 	refresh  chan string // app ids whose record should be re-read
 	flushNow chan struct{}
 	storeErr throttle
+	askErr   throttle
 	stopping chan struct{} // closed by Shutdown
 	stopOnce sync.Once
 }
@@ -246,6 +247,12 @@ func (e *Engine) Apply(rec Record) {
 			return
 		}
 		if a.rec.CompareAndSwap(cur, &rec) {
+			if cur == nil || cur.Status != rec.Status {
+				// Asks are coalesced within one sleep; a new status starts afresh,
+				// so that a request right after the app went back to sleep asks at
+				// once rather than waiting out the previous ask's interval.
+				a.lastAsk.Store(0)
+			}
 			if cur == nil || cur.Status != rec.Status || !cur.LastUpAt.Equal(rec.LastUpAt) {
 				a.notifyMu.Lock()
 				close(a.notify)

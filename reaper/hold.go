@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -19,19 +20,27 @@ func (e *Engine) askWake(a *app, now time.Time) {
 	if now.UnixNano()-last < int64(e.opts.AskInterval) || !a.lastAsk.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	go e.sendAsk(a.id, now)
+	go e.sendAsk(a, now)
 }
 
-func (e *Engine) sendAsk(appID string, at time.Time) {
+// sendAsk stores the ask, then passes it to the Asker. An ask the store did not
+// keep does not count as made (the job cannot act on it while the store is down):
+// the next request asks again at once.
+func (e *Engine) sendAsk(a *app, at time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := e.store.AskWake(ctx, appID, at, e.opts.AskTTL); err != nil {
+	stored := true
+	if err := e.store.AskWake(ctx, a.id, at, e.opts.AskTTL); err != nil {
+		stored = false
 		e.storeErr.log(e.log, "storing a wake ask failed; passing it to the job directly", err)
 	}
 	if box := e.asker.Load(); box != nil {
-		if err := box.Ask(ctx, appID); err != nil {
-			e.log.Warn("passing a wake ask to the job failed; the stored ask waits for its next pass", "app", appID, "err", err)
+		if err := box.Ask(ctx, a.id); err != nil {
+			e.askErr.log(e.log, "passing a wake ask to the job failed; a stored ask waits for its next pass", fmt.Errorf("%s: %w", a.id, err))
 		}
+	}
+	if !stored {
+		a.lastAsk.CompareAndSwap(at.UnixNano(), 0)
 	}
 }
 

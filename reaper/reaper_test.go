@@ -503,3 +503,31 @@ func TestWaitingPage_Custom(t *testing.T) {
 		t.Errorf("err = %s", got)
 	}
 }
+
+func TestWake_AskedAtOnceAfterTheAppWentBackToSleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("app")
+		e := newEnv(t, fake, "")
+		p := e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		if r := do(context.Background(), p, apiRequest("GET", "/"), false); r.answer != nil {
+			t.Fatalf("first wake: %d", r.status())
+		}
+		// Stopped from outside three seconds after that ask.
+		time.Sleep(3 * time.Second)
+		fake.Set("app", paastest.App{State: paas.StateShouldBeDown})
+		settle()
+		begin := time.Now()
+		if r := do(context.Background(), p, apiRequest("GET", "/"), false); r.answer != nil {
+			t.Fatalf("second wake: %d", r.status())
+		}
+		if waited := time.Since(begin); waited != 0 {
+			t.Errorf("the second wake waited %v for the first ask's interval", waited)
+		}
+		if n := fake.Count("start", "app"); n != 2 {
+			t.Errorf("starts = %d, want 2", n)
+		}
+	})
+}

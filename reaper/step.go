@@ -23,9 +23,7 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	ctx, stopKeeping := j.keepLock(ctx, lock, id)
 	defer func() {
 		stopKeeping()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = lock.Release(rctx)
+		j.release(context.WithoutCancel(ctx), lock)
 	}()
 
 	rec, ok, err := j.opts.Store.Record(ctx, id)
@@ -126,6 +124,29 @@ func (j *Job) keepLock(ctx context.Context, lock Lock, id string) (context.Conte
 		}
 	}()
 	return ctx, func() { close(done); cancel() }
+}
+
+// release frees the app's lock. If the store fails to (a network blip), it tries
+// again in the background for as long as the lock would live, so that the app is
+// not kept from its next decision until the TTL runs out.
+func (j *Job) release(ctx context.Context, lock Lock) {
+	try := func() error {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return lock.Release(rctx)
+	}
+	if try() == nil {
+		return
+	}
+	go func() {
+		deadline := time.Now().Add(j.opts.LockTTL)
+		for wait := 100 * time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, time.Second) {
+			time.Sleep(wait)
+			if try() == nil {
+				return
+			}
+		}
+	}()
 }
 
 // input gathers what Decide needs besides the record, from this pass's data and
