@@ -1,0 +1,84 @@
+// Command bareproxy is the benchmark's yardstick: the floor cost of any Go proxy
+// hop. It is a bare httputil.ReverseProxy (Rewrite with SetURL) over an
+// http.Transport whose idle pool is large enough that no request opens a
+// connection, and nothing else: no logging, no headers of its own, no timeouts.
+//
+// Usage: bareproxy --listen 127.0.0.1:0 --target http://127.0.0.1:3001
+//
+// It writes "bareproxy listening on ADDR" to stderr once it accepts connections,
+// and stops on SIGTERM or SIGINT.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// idlePool is the number of idle upstream connections kept per host: far more
+// than the benchmark's 64 concurrent clients.
+const idlePool = 1024
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bareproxy:", err)
+		os.Exit(1)
+	}
+}
+
+// newProxy returns the bare proxy to target.
+func newProxy(target *url.URL) http.Handler {
+	return &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport: &http.Transport{
+			Proxy:               nil,
+			MaxIdleConns:        idlePool,
+			MaxIdleConnsPerHost: idlePool,
+		},
+	}
+}
+
+// run serves until ctx ends. It returns an error for a bad command line or a
+// listener that fails.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bareproxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:0", "`address` to listen on")
+	targetFlag := fs.String("target", "", "the backend `URL`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	target, err := url.Parse(*targetFlag)
+	if err != nil || target.Scheme != "http" || target.Host == "" {
+		return fmt.Errorf("--target %q is not an http URL", *targetFlag)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: newProxy(target)}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stderr, "bareproxy listening on %s\n", ln.Addr())
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	_ = srv.Close()
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reapergw/reaper/bench/procfs"
+)
+
+// Part F: one node holding 10,000 requests for one sleeping app. The app takes
+// heldBootDelay to open its port once reaper starts it, which leaves time to open
+// every connection and see every request held. "Held" is measured from outside,
+// without trusting reaper: every request has been written by the client, the
+// kernel shows every connection to the gateway accepted by reaper with nothing
+// left unread in its receive queue (/proc/net/tcp), and no answer has come back.
+// The bench then samples reaper's RSS (VmRSS) until the app opens its port, and
+// checks that every request gets the app's 200 from one and the same process,
+// started once.
+
+const (
+	heldHost = "held.test"
+	// heldBootDelay is long enough to open 10,000 connections on a busy 2-CPU
+	// machine with time to spare.
+	heldBootDelay = 12 * time.Second
+	// dialParallel bounds the connections being opened at once, below the
+	// listener's accept backlog.
+	dialParallel = 128
+	// heldMax is the route's max_held: above the requests sent, so none is refused.
+	heldMax = 20000
+	// targetHeldRSS is issue 3's target for the node's RSS.
+	targetHeldRSS = 150 << 20
+	// answerTimeout bounds the wait for every answer once the app is up.
+	answerTimeout = 60 * time.Second
+)
+
+// heldRequest is one client connection with its request in flight.
+type heldRequest struct {
+	conn   net.Conn
+	status int
+	pid    int
+	err    error
+}
+
+// heldRun is the state of part F while it runs.
+type heldRun struct {
+	reqs     []*heldRequest
+	answered atomic.Int64
+	wg       sync.WaitGroup
+}
+
+func runHeld(ctx context.Context, e *env) ([]verdict, error) {
+	n := 10000
+	if e.opts.quick {
+		n = 2000
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cfg := heldConfig(e.demoBin, addr)
+	e.progressf("F: starting reaper with a demo app that boots in %s", heldBootDelay)
+	node, err := startReaper(ctx, e, "held", cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer node.shutdown(e.demoBin)
+	gw := netip.MustParseAddrPort(node.gateway)
+	appAddr := netip.MustParseAddrPort(addr)
+	c := newClient(10 * time.Second)
+	err = waitStatus(ctx, c, node.gateway, heldHost, "Down", startTimeout)
+	c.CloseIdleConnections() // only the held requests may be connected from here on
+	if err != nil {
+		return nil, err
+	}
+	idle, err := procfs.ReadMemory(node.pid())
+	if err != nil {
+		return nil, err
+	}
+
+	e.progressf("F: opening %d connections, one request held on each", n)
+	run := &heldRun{reqs: make([]*heldRequest, n)}
+	defer run.closeAll()
+	started := time.Now()
+	if err := run.send(ctx, node.gateway, n); err != nil {
+		return nil, err
+	}
+	written := time.Since(started)
+
+	// Wait until reaper has read every request: every connection accepted, no
+	// byte unread. The app must not be up yet (no answer), or the figure would
+	// not be that of a node holding them all.
+	var socks procfs.ServerSockets
+	deadline := started.Add(heldBootDelay - time.Second)
+	for {
+		if socks, err = procfs.ReadServerSockets(gw); err != nil {
+			return nil, err
+		}
+		if socks.Established >= n && socks.Settled() {
+			break
+		}
+		if a := run.answered.Load(); a > 0 {
+			return nil, fmt.Errorf("%d requests were answered before all %d were held: %s", a, n, run.firstAnswer())
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("not all %d requests held %s after the first: sockets %+v", n, time.Since(started).Round(time.Millisecond), socks)
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) { // poll /proc
+			return nil, ctx.Err()
+		}
+	}
+	allHeld := time.Since(started)
+	e.progressf("F: all %d held after %s; sampling reaper's memory until the app is up", n, allHeld.Round(time.Millisecond))
+	if e.opts.profile != "" {
+		if err := heldProfiles(ctx, e, node); err != nil {
+			return nil, err
+		}
+	}
+
+	// Sample RSS while they are all held: until the app's port opens. A sample
+	// counts only if the app was still not listening after it was taken.
+	var peak procfs.Memory
+	samples, fds := 0, 0
+	for {
+		m, err := procfs.ReadMemory(node.pid())
+		if err != nil {
+			return nil, err
+		}
+		open, _ := procfs.OpenFiles(node.pid())
+		app, err := procfs.ReadServerSockets(appAddr)
+		if err != nil {
+			return nil, err
+		}
+		if app.Listening || run.answered.Load() > 0 {
+			break
+		}
+		if m.RSS > peak.RSS {
+			peak, fds = m, open
+		}
+		samples++
+		if time.Since(started) > heldBootDelay+answerTimeout {
+			return nil, errors.New("the app never opened its port")
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) { // sampling interval
+			return nil, ctx.Err()
+		}
+	}
+	if samples == 0 {
+		return nil, errors.New("the app opened its port before reaper's memory could be sampled")
+	}
+
+	e.progressf("F: the app is up; waiting for %d answers", n)
+	released := time.Now()
+	done := make(chan struct{})
+	go func() { run.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(answerTimeout):
+		return nil, fmt.Errorf("%d of %d answers after %s", run.answered.Load(), n, answerTimeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	releaseTime := time.Since(released)
+	after, _ := procfs.ReadMemory(node.pid())
+
+	r := run.tally()
+	woken := node.log.countMsg("app woken", "held")
+	return printF(e.out, heldReport{
+		n: n, written: written, allHeld: allHeld, socks: socks, idle: idle, peak: peak, samples: samples,
+		fds: fds, releaseTime: releaseTime, after: after, tally: r, woken: woken,
+		problems: node.log.problems(),
+	}), nil
+}
+
+// heldConfig is the reaper of part F.
+func heldConfig(demoBin, addr string) reaperConfig {
+	return reaperConfig{
+		Node: newNodeConfig("bench-held"),
+		PaaS: paasConfig{Driver: "process", Apps: []appConfig{
+			demoApp(demoBin, "held", addr, "--boot-delay", heldBootDelay.String()),
+		}},
+		Routes: []routeConfig{reaperRoute("held", heldHost, addr, reaperPluginConfig{
+			AppID: "held", GracePeriod: "1h", FailTimeout: "5m", APIBehavior: "hold", MaxHeld: heldMax,
+		})},
+	}
+}
+
+// send opens n connections, dialParallel at a time, writes one request on each
+// and starts reading each answer in the background.
+func (run *heldRun) send(ctx context.Context, gateway string, n int) error {
+	req := []byte("GET / HTTP/1.1\r\nHost: " + heldHost + "\r\nAccept: application/json\r\nUser-Agent: reaper-bench\r\n\r\n")
+	var next atomic.Int64
+	errs := make(chan error, dialParallel)
+	var dialers sync.WaitGroup
+	for range dialParallel {
+		dialers.Go(func() {
+			d := net.Dialer{Timeout: 10 * time.Second}
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				conn, err := d.DialContext(ctx, "tcp", gateway)
+				if err != nil {
+					errs <- fmt.Errorf("connection %d: %w", i+1, err)
+					return
+				}
+				h := &heldRequest{conn: conn}
+				run.reqs[i] = h
+				if _, err := conn.Write(req); err != nil {
+					errs <- fmt.Errorf("request %d: %w", i+1, err)
+					return
+				}
+				run.wg.Go(func() { run.read(h) })
+			}
+		})
+	}
+	dialers.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// read reads the answer of h whole and keeps its status and pid.
+func (run *heldRun) read(h *heldRequest) {
+	defer run.answered.Add(1)
+	_ = h.conn.SetReadDeadline(time.Now().Add(heldBootDelay + answerTimeout))
+	resp, err := http.ReadResponse(bufio.NewReaderSize(h.conn, 1024), nil)
+	if err != nil {
+		h.err = err
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	h.status = resp.StatusCode
+	if err != nil {
+		h.err = err
+		return
+	}
+	var info appInfo
+	if resp.StatusCode == http.StatusOK && json.Unmarshal(body, &info) == nil {
+		h.pid = info.PID
+	} else {
+		h.err = fmt.Errorf("%d %.120s", resp.StatusCode, bytes.TrimSpace(body))
+	}
+}
+
+// firstAnswer describes one request that has an answer or an error.
+func (run *heldRun) firstAnswer() string {
+	for _, h := range run.reqs {
+		if h != nil && (h.status != 0 || h.err != nil) {
+			return fmt.Sprintf("status %d, %v", h.status, h.err)
+		}
+	}
+	return "none found"
+}
+
+// closeAll closes every client connection.
+func (run *heldRun) closeAll() {
+	for _, h := range run.reqs {
+		if h != nil {
+			h.conn.Close()
+		}
+	}
+	run.wg.Wait()
+}
+
+// heldTally counts the answers.
+type heldTally struct {
+	ok       int         // 200 from the demo app
+	pids     map[int]int // answers per app pid
+	errors   int
+	firstErr string
+}
+
+func (run *heldRun) tally() heldTally {
+	t := heldTally{pids: map[int]int{}}
+	for _, h := range run.reqs {
+		switch {
+		case h == nil:
+			t.errors++
+		case h.err != nil:
+			t.errors++
+			if t.firstErr == "" {
+				t.firstErr = h.err.Error()
+			}
+		default:
+			t.ok++
+			t.pids[h.pid]++
+		}
+	}
+	return t
+}
+
+type heldReport struct {
+	n                int
+	written, allHeld time.Duration
+	socks            procfs.ServerSockets
+	idle, peak       procfs.Memory
+	after            procfs.Memory
+	samples          int
+	fds              int
+	releaseTime      time.Duration
+	tally            heldTally
+	woken            int
+	problems         []string
+}
+
+func printF(w io.Writer, r heldReport) []verdict {
+	fmt.Fprintf(w, "\nF. %s requests held by one node for one sleeping app (boot %s, max_held %s)\n", thousands(int64(r.n)), heldBootDelay, thousands(heldMax))
+	fmt.Fprintf(w, "   all requests written after %s; all held after %s: %d connections accepted by reaper, none with unread bytes, no answer yet\n",
+		r.written.Round(time.Millisecond), r.allHeld.Round(time.Millisecond), r.socks.Established)
+	fmt.Fprintf(w, "   reaper RSS while holding them: %s (highest of %d samples until the app opened its port), %s before: %.1f KiB per held request; %d threads, %d open files\n",
+		mib(r.peak.RSS), r.samples, mib(r.idle.RSS), float64(r.peak.RSS-r.idle.RSS)/1024/float64(r.n), r.peak.Threads, r.fds)
+	fmt.Fprintf(w, "   after the release: every answer in %s; reaper's peak RSS over the whole run (VmHWM) %s\n", r.releaseTime.Round(time.Millisecond), mib(r.after.HWM))
+	fmt.Fprintf(w, "   answers: %d × 200 from the app, %d errors", r.tally.ok, r.tally.errors)
+	if r.tally.firstErr != "" {
+		fmt.Fprintf(w, " (first: %s)", r.tally.firstErr)
+	}
+	pids := make([]string, 0, len(r.tally.pids))
+	for pid, n := range r.tally.pids {
+		pids = append(pids, fmt.Sprintf("pid %d: %d", pid, n))
+	}
+	slices.Sort(pids)
+	fmt.Fprintf(w, "\n   answers per app process: %s; \"app woken\" logged %d time(s)\n", strings.Join(pids, ", "), r.woken)
+	if len(r.problems) > 0 {
+		fmt.Fprintf(w, "   reaper logged %d warnings or errors; the first:\n     %s\n", len(r.problems), r.problems[0])
+	}
+	onePID := len(r.tally.pids) == 1
+	return []verdict{
+		{"F", fmt.Sprintf("RSS of one node holding %s requests", thousands(int64(r.n))), mib(r.peak.RSS), "≤ " + mib(targetHeldRSS), r.peak.RSS > 0 && r.peak.RSS <= targetHeldRSS, ""},
+		{"F", "every held request answered 200 by the app", fmt.Sprintf("%d of %d", r.tally.ok, r.n), fmt.Sprintf("%d", r.n), r.tally.ok == r.n, ""},
+		{"F", "the app started exactly once (\"app woken\", pids)", fmt.Sprintf("%d, %d pid(s)", r.woken, len(r.tally.pids)), "1, 1 pid", r.woken == 1 && onePID, ""},
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reapergw/reaper/bench/procfs"
+)
+
+// TestHeldRun_SeesEveryRequestHeldThenEveryAnswer plays reaper with a server
+// that holds every request until released, and checks the part's machinery:
+// every request sent on its own connection, "all held" seen in /proc/net/tcp
+// before any answer, then every answer read and tallied by pid.
+func TestHeldRun_SeesEveryRequestHeldThenEveryAnswer(t *testing.T) {
+	const n = 50
+	release := make(chan struct{})
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(releaseAll)
+	var arrived atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != heldHost {
+			http.Error(w, "wrong host", http.StatusBadRequest)
+			return
+		}
+		arrived.Add(1)
+		<-release
+		fmt.Fprint(w, `{"name":"held","pid":42,"listening_at":"x"}`)
+	}))
+	defer srv.Close()
+	gw := netip.MustParseAddrPort(srv.Listener.Addr().String())
+
+	run := &heldRun{reqs: make([]*heldRequest, n)}
+	defer run.closeAll()
+	if err := run.send(context.Background(), gw.String(), n); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, err := procfs.ReadServerSockets(gw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Established >= n && s.Settled() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sockets %+v never settled", s)
+		}
+		time.Sleep(10 * time.Millisecond) // poll /proc
+	}
+	// Settled means the server read every request: each handler has started.
+	waitUntil(t, func() bool { return arrived.Load() == n })
+	if a := run.answered.Load(); a != 0 {
+		t.Fatalf("%d answered before the release", a)
+	}
+
+	releaseAll()
+	run.wg.Wait()
+	r := run.tally()
+	if r.ok != n || r.errors != 0 || len(r.pids) != 1 || r.pids[42] != n {
+		t.Errorf("tally %+v", r)
+	}
+}
+
+func TestHeldRun_TalliesRefusals(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		http.Error(w, `{"error":"too many requests are waiting"}`, http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	run := &heldRun{reqs: make([]*heldRequest, 3)}
+	defer run.closeAll()
+	if err := run.send(context.Background(), srv.Listener.Addr().String(), 3); err != nil {
+		t.Fatal(err)
+	}
+	run.wg.Wait()
+	r := run.tally()
+	if r.ok != 0 || r.errors != 3 || r.firstErr == "" || run.firstAnswer() == "none found" {
+		t.Errorf("tally %+v, first answer %q", r, run.firstAnswer())
+	}
+}
+
+func waitUntil(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(5 * time.Millisecond) // poll
+	}
+}

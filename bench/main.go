@@ -1,0 +1,275 @@
+// Command bench is `make bench`: it measures reaper against a bare Go reverse proxy
+// on loopback, in one run, and prints every figure with the targets of issues 2
+// and 3 and a PASS or FAIL for each.
+//
+//	A. the awake path at 64 keep-alive connections: requests/s and proxy CPU per request
+//	B. latency at 1 connection: p50 and p99
+//	C. an app that spends 2 ms per request, at 8 connections: requests/s
+//	D. the ratios of reaper to the bare proxy, with the targets
+//	E. wake latency: from the app's port opening to the held request's answer
+//	F. one node holding 10,000 requests for a sleeping app: RSS, one start, every answer
+//
+// Run it from the repository root: `make bench` (which builds bin/reaper and
+// bin/demoapp first) or `go run ./bench`. The exit status is 0 when every target
+// passes, 1 when one fails, 2 when the bench itself could not measure. See
+// bench/README.md for how to read the output.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command line of the bench.
+type options struct {
+	quick    bool
+	sections map[string]bool
+	profile  string
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "short runs, one round, fewer wakes and held requests: for developing the bench, not for figures")
+	only := fs.String("only", "awake,wake,held", "the parts to run: awake (A-D), wake (E), held (F), comma-separated")
+	profile := fs.String("profile", "", "write a CPU profile of reaper under the 64-connection load of the reaper-plugin route to this `file` (builds a profiling reaper)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	o := options{quick: *quick, sections: map[string]bool{}, profile: *profile}
+	for s := range strings.SplitSeq(*only, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "awake", "wake", "held":
+			o.sections[s] = true
+		default:
+			return options{}, fmt.Errorf("-only: unknown part %q (want awake, wake or held)", s)
+		}
+	}
+	return o, nil
+}
+
+// env is what every part of the bench shares.
+type env struct {
+	opts      options
+	root      string // the repository root
+	tmp       string // removed at the end
+	reaperBin string
+	demoBin   string
+	bareBin   string
+	clean     *cleanups
+	out       io.Writer // the report
+	progress  io.Writer // what is running now
+}
+
+// progressf tells what the bench is doing, on stderr, so a long silence is
+// explained.
+func (e *env) progressf(format string, a ...any) {
+	fmt.Fprintf(e.progress, "bench: "+format+"\n", a...)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseOptions(args, stderr)
+	if err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	cl := &cleanups{}
+	defer cl.run()
+	e, err := setup(ctx, opts, cl, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+
+	start := time.Now()
+	printHeader(e)
+	var verdicts []verdict
+	var failed []string
+	if opts.sections["awake"] {
+		v, err := runAwake(ctx, e)
+		verdicts = append(verdicts, v...)
+		if err != nil {
+			failed = append(failed, "A-D: "+err.Error())
+		}
+	}
+	if opts.sections["wake"] && ctx.Err() == nil {
+		v, err := runWake(ctx, e)
+		verdicts = append(verdicts, v...)
+		if err != nil {
+			failed = append(failed, "E: "+err.Error())
+		}
+	}
+	if opts.sections["held"] && ctx.Err() == nil {
+		v, err := runHeld(ctx, e)
+		verdicts = append(verdicts, v...)
+		if err != nil {
+			failed = append(failed, "F: "+err.Error())
+		}
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "bench: interrupted; stopping every process it started")
+		return 2
+	}
+	fmt.Fprintf(e.out, "\nload average after the run: %s\n", loadAverage())
+	return printSummary(e.out, verdicts, failed, time.Since(start), opts.quick)
+}
+
+// setup finds the repository and the binaries, builds the bare proxy, and raises
+// the open-file limit (the children inherit it).
+func setup(ctx context.Context, opts options, cl *cleanups, stdout, stderr io.Writer) (*env, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if err := raiseFileLimit(); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "reaper-bench-")
+	if err != nil {
+		return nil, err
+	}
+	cl.push(func() { os.RemoveAll(tmp) })
+	e := &env{opts: opts, root: root, tmp: tmp, clean: cl, out: stdout, progress: stderr}
+
+	goTool := goCommand()
+	build := func(out string, pkgs ...string) error {
+		args := append([]string{"build", "-trimpath", "-o", out}, pkgs...)
+		cmd := exec.CommandContext(ctx, goTool, args...)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, b)
+		}
+		return nil
+	}
+	e.reaperBin = filepath.Join(root, "bin", "reaper")
+	e.demoBin = filepath.Join(root, "bin", "demoapp")
+	if !isFile(e.reaperBin) || !isFile(e.demoBin) {
+		// `go run ./bench` without `make build`: build them here, not in bin/.
+		e.progressf("bin/reaper or bin/demoapp missing (make bench builds them): building both into %s", tmp)
+		e.reaperBin, e.demoBin = filepath.Join(tmp, "reaper"), filepath.Join(tmp, "demoapp")
+		if err := build(tmp+string(filepath.Separator), "./cmd/reaper", "./cmd/demoapp"); err != nil {
+			return nil, err
+		}
+	}
+	if opts.profile != "" {
+		if e.reaperBin, err = buildProfilingReaper(ctx, e, goTool); err != nil {
+			return nil, err
+		}
+	}
+	e.bareBin = filepath.Join(tmp, "bareproxy")
+	if err := build(e.bareBin, "./bench/bareproxy"); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// repoRoot walks up from the working directory to the go.mod of the module.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/reapergw/reaper\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run the bench from the reaper repository (no go.mod of github.com/reapergw/reaper above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+// goCommand returns the go tool: $GOROOT/bin/go when GOROOT is set (as `go run`
+// and make may leave it), else the one on PATH.
+func goCommand() string {
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); isFile(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// raiseFileLimit sets the soft limit of open files to the hard limit: the held
+// requests part opens 10,000 client connections, and reaper, started by the bench,
+// inherits the limit for its 10,000 server sockets.
+func raiseFileLimit() error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("reading the open-file limit: %w", err)
+	}
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			return fmt.Errorf("raising the open-file limit: %w", err)
+		}
+	}
+	return nil
+}
+
+// fileLimit returns the soft limit of open files.
+func fileLimit() uint64 {
+	var lim syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	return lim.Cur
+}
+
+func printHeader(e *env) {
+	version := "unknown"
+	if b, err := exec.Command(e.reaperBin, "version").Output(); err == nil {
+		version = strings.TrimSpace(string(b))
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	fmt.Fprintf(e.out, "reaper bench — %s\n", time.Now().Format("2006-01-02 15:04:05 MST"))
+	fmt.Fprintf(e.out, "machine: %d CPUs, linux %s, %s; open-file limit %d\n", runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version(), fileLimit())
+	fmt.Fprintf(e.out, "reaper:  %s (%s)\n", rel(e.root, e.reaperBin), version)
+	fmt.Fprintf(e.out, "app:     %s; bare proxy: httputil.ReverseProxy, built into %s\n", rel(e.root, e.demoBin), e.tmp)
+	fmt.Fprintf(e.out, "load average before the run: %s (other work on the machine makes every figure noisier)\n", loadAverage())
+	fmt.Fprintln(e.out, "All on loopback: the load generator, the proxy and the app share the CPUs.")
+	if e.opts.quick {
+		fmt.Fprintln(e.out, "QUICK MODE: short runs, one round — for developing the bench; these are not figures to quote.")
+	}
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+func rel(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}

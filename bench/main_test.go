@@ -1,0 +1,43 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseOptions(t *testing.T) {
+	o, err := parseOptions(nil, io.Discard)
+	if err != nil || o.quick || len(o.sections) != 3 || o.profile != "" {
+		t.Fatalf("defaults = %+v, %v", o, err)
+	}
+	o, err = parseOptions([]string{"-quick", "-only", "wake, held", "-profile", "/tmp/p"}, io.Discard)
+	if err != nil || !o.quick || !o.sections["wake"] || !o.sections["held"] || o.sections["awake"] || o.profile != "/tmp/p" {
+		t.Fatalf("parsed %+v, %v", o, err)
+	}
+	if _, err := parseOptions([]string{"-only", "awake,speed"}, io.Discard); err == nil || !strings.Contains(err.Error(), `"speed"`) {
+		t.Errorf("unknown part: %v", err)
+	}
+}
+
+func TestRepoRoot_FromTheBenchFolder(t *testing.T) {
+	root, err := repoRoot() // tests run in bench/
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bench", "main.go")); err != nil {
+		t.Errorf("root %s has no bench/main.go: %v", root, err)
+	}
+	t.Chdir(t.TempDir())
+	if _, err := repoRoot(); err == nil {
+		t.Error("found a repository root above an empty temporary directory")
+	}
+}
+
+func TestLoadAverage(t *testing.T) {
+	if f := strings.Fields(loadAverage()); len(f) != 3 {
+		t.Errorf("loadAverage = %q, want three numbers", loadAverage())
+	}
+}

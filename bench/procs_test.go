@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestCleanups_RunLastFirstAndOnce(t *testing.T) {
+	var cl cleanups
+	var got []string
+	cl.push(func() { got = append(got, "a") })
+	cl.push(func() {
+		got = append(got, "b")
+		cl.push(func() { got = append(got, "pushed while running") })
+	})
+	cl.run()
+	cl.run()
+	if strings.Join(got, ",") != "b,pushed while running,a" {
+		t.Errorf("ran %v", got)
+	}
+}
+
+func TestLogWatch_CountsAccessLinesAndFindsOthers(t *testing.T) {
+	w := newLogWatch()
+	pr, pw := io.Pipe()
+	go w.readFrom(pr)
+	found := make(chan string, 1)
+	go func() {
+		l, err := w.waitFor(context.Background(), 5*time.Second, func(s string) bool { return strings.Contains(s, `"gateway listening"`) })
+		if err != nil {
+			l = err.Error()
+		}
+		found <- l
+	}()
+	lines := []string{
+		`{"level":"INFO","msg":"access","status":200}`,
+		`{"level":"INFO","msg":"gateway listening","addr":"127.0.0.1:4242"}`,
+		`{"level":"INFO","msg":"app woken","app":"a"}`,
+		`{"level":"INFO","msg":"app woken","app":"b"}`,
+		`{"level":"WARN","msg":"something odd"}`,
+		`{"level":"INFO","msg":"access","status":502}`,
+		`not json at all`,
+		strings.Repeat("x", 200<<10), // longer than the reader's buffer
+		`{"level":"ERROR","msg":"after the long line"}`,
+	}
+	io.WriteString(pw, strings.Join(lines, "\n")+"\n")
+	pw.Close()
+	if l := <-found; !strings.Contains(l, "127.0.0.1:4242") {
+		t.Fatalf("waitFor = %q", l)
+	}
+	if _, err := w.waitFor(context.Background(), 5*time.Second, func(s string) bool { return strings.Contains(s, "after the long line") }); err != nil {
+		t.Fatalf("the line after an over-long one: %v", err)
+	}
+	if w.accessLines() != 2 {
+		t.Errorf("access lines %d, want 2", w.accessLines())
+	}
+	if w.countMsg("app woken", "") != 2 || w.countMsg("app woken", "b") != 1 {
+		t.Errorf("app woken: %d, for b %d", w.countMsg("app woken", ""), w.countMsg("app woken", "b"))
+	}
+	if p := w.problems(); len(p) != 2 || !strings.Contains(p[0], "something odd") {
+		t.Errorf("problems %q", p)
+	}
+	for _, l := range w.snapshot() {
+		if strings.Contains(l, `"access"`) {
+			t.Errorf("an access line was kept: %s", l)
+		}
+	}
+	// The writer has finished: waiting for a line that never came fails at once.
+	if _, err := w.waitFor(context.Background(), time.Hour, func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Errorf("waitFor after the end = %v", err)
+	}
+}
+
+func TestLogWatch_WaitForEndsWithContextAndTimeout(t *testing.T) {
+	w := newLogWatch()
+	if _, err := w.waitFor(context.Background(), 20*time.Millisecond, func(string) bool { return true }); err == nil || !strings.Contains(err.Error(), "not within") {
+		t.Errorf("timeout: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := w.waitFor(ctx, time.Hour, func(string) bool { return true }); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// waitGone polls until pid no longer exists (a zombie of this test's child counts
+// as gone once reaped by Wait).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d still alive", pid)
+		}
+		time.Sleep(10 * time.Millisecond) // poll
+	}
+}
+
+// TestStartProcess_StopKillsTheWholeGroup starts a shell that starts a child of
+// its own, the way reaper's apps would be if they shared its group, and checks
+// that stop ends both, even though the shell ignores SIGTERM.
+func TestStartProcess_StopKillsTheWholeGroup(t *testing.T) {
+	var cl cleanups
+	defer cl.run()
+	p, err := startProcess(&cl, "shell", []string{"/bin/sh", "-c", `trap "" TERM; sleep 60 & echo "child $!"; wait`}, nil, filepath.Join(t.TempDir(), "shell.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.waitRegexp(context.Background(), regexp.MustCompile(`^child (\d+)$`), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, _ := strconv.Atoi(m)
+	if !alive(child) {
+		t.Fatalf("child %d not running", child)
+	}
+	p.grace = 300 * time.Millisecond
+	start := time.Now()
+	cl.run() // the stop pushed by startProcess
+	if !p.exited() {
+		t.Fatal("the shell still runs after stop")
+	}
+	// sleep got SIGTERM with the group and died of it; the shell ignored it and
+	// needed the SIGKILL after the grace.
+	waitGone(t, child)
+	if took := time.Since(start); took < p.grace {
+		t.Errorf("stop took %v: the shell ignores SIGTERM, so it needed SIGKILL after %v", took, p.grace)
+	}
+	if err := p.failure("test"); !errors.Is(err, errProcess) || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("failure = %v", err)
+	}
+}
+
+func TestKillApps_OnlyTheDemoAppsOfThePidFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "process"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string) *exec.Cmd {
+		// A copy of sleep under another name plays the demo app.
+		bin := filepath.Join(dir, name)
+		src, err := exec.LookPath("sleep")
+		if err != nil {
+			t.Skip("no sleep binary")
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "60")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		rec, _ := json.Marshal(map[string]int{"pid": cmd.Process.Pid, "pgid": cmd.Process.Pid})
+		if err := os.WriteFile(filepath.Join(dir, "process", name+".pid"), rec, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	demo := start("demoapp")
+	other := start("other")
+	killApps(dir, filepath.Join(dir, "demoapp"))
+	if err := demo.Wait(); err == nil {
+		t.Error("the demo app exited cleanly: it was not killed")
+	}
+	if !alive(other.Process.Pid) {
+		t.Error("a process that is not the demo app was killed")
+	}
+}
+
+func TestTailReader_FollowsTheFileUntilTheWriterIsDone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	done := make(chan struct{})
+	w := newLogWatch()
+	finished := make(chan struct{})
+	go func() {
+		w.readFrom(&tailReader{f: in, done: done})
+		close(finished)
+	}()
+	io.WriteString(out, `{"msg":"first"}`+"\n"+`{"msg":"sec`)
+	if _, err := w.waitFor(context.Background(), 5*time.Second, func(s string) bool { return strings.Contains(s, "first") }); err != nil {
+		t.Fatal(err)
+	}
+	// The half-written line is completed later, then the writer ends with one
+	// more line that the reader has not seen yet.
+	io.WriteString(out, `ond"}`+"\n"+`{"msg":"last"}`+"\n")
+	close(done)
+	select {
+	case <-finished:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reader did not end after done closed")
+	}
+	if got := w.snapshot(); len(got) != 3 || got[1] != `{"msg":"second"}` || got[2] != `{"msg":"last"}` {
+		t.Errorf("lines %q", got)
+	}
+}
