@@ -115,7 +115,19 @@ func (j *Job) Run(ctx context.Context, term uint64) {
 	if w, ok := j.opts.PaaS.(paas.Watcher); ok {
 		w.Watch(ctx, func(appID string) { _ = j.Ask(ctx, appID) })
 	}
-	j.pass(ctx, &wg, term, true)
+	// The first pass picks up whatever the previous leader left (stored asks,
+	// apps in transition); say when it is done, for operators and benchmarks.
+	began := time.Now()
+	j.log.Info("job running: this node decides for the apps", "term", term)
+	var first sync.WaitGroup
+	defer first.Wait()
+	j.pass(ctx, &first, term, true)
+	go func() {
+		first.Wait()
+		if ctx.Err() == nil {
+			j.log.Info("job: first pass done", "term", term, "took", time.Since(began))
+		}
+	}()
 	fast := time.NewTicker(j.opts.FastInterval)
 	defer fast.Stop()
 	full := time.NewTicker(j.opts.FullInterval)
