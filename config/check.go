@@ -35,6 +35,9 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 		if c.Store.Driver != StoreValkey {
 			errs.Add("store.driver", "must be valkey in a cluster: the nodes share their state through it")
 		}
+		if c.PaaS.Driver == DriverProcess {
+			errs.Add("paas.driver", "process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud)")
+		}
 	}
 
 	plugin.ValidateRoutes(c.Routes, "routes", errs)

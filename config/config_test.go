@@ -117,6 +117,7 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`cluster.secret: must be at least 16 characters (every node shares it)`,
 			`cluster.peers[1].id: "a" is listed twice`,
 			`store.driver: must be valkey in a cluster: the nodes share their state through it`,
+			`paas.driver: process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud)`,
 		}},
 		{"unknown top-level key", "rotues: []", []string{
 			`rotues: unknown key (did you mean "routes"?)`,
