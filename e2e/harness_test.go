@@ -92,8 +92,29 @@ func startReaper(t *testing.T, dir, yaml string) *reaperProc {
 	t.Helper()
 	p := &reaperProc{t: t, dir: dir, config: writeConfig(t, dir, yaml), exited: make(chan struct{}), seen: make(chan struct{})}
 	p.start()
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(func() {
+		p.kill()
+		killApps(t, dir)
+	})
 	return p
+}
+
+// killApps ends the apps reaper's process driver left running under dir (apps
+// outlive reaper on purpose): the process groups its pid files name.
+func killApps(t *testing.T, dir string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "process", "*.pid"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var rec struct {
+			PGID int `json:"pgid"`
+		}
+		if json.Unmarshal(b, &rec) == nil && rec.PGID > 1 {
+			syscall.Kill(-rec.PGID, syscall.SIGKILL)
+		}
+	}
 }
 
 func (p *reaperProc) start() {
