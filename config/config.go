@@ -96,9 +96,9 @@ type Cluster struct {
 
 // Peer is one member of the cluster.
 type Peer struct {
-	ID       string `yaml:"id"`
-	RaftAddr string `yaml:"raft_addr"`
-	APIAddr  string `yaml:"api_addr"`
+	ID       string `yaml:"id" json:"id"`
+	RaftAddr string `yaml:"raft_addr" json:"raft_addr"`
+	APIAddr  string `yaml:"api_addr" json:"api_addr"`
 }
 
 // Drivers.

@@ -84,6 +84,17 @@ func (h *hclogLogger) Log(level hclog.Level, msg string, args ...any) {
 func formatArgs(args []any) []any {
 	var out []any
 	for i, a := range args {
+		// Raft's own keys must not clash with slog's: a second "time" key makes
+		// log tools lose the line's timestamp.
+		if i%2 == 0 {
+			if k, ok := a.(string); ok && (k == slog.TimeKey || k == slog.LevelKey || k == slog.MessageKey || k == slog.SourceKey) {
+				if out == nil {
+					out = slices.Clone(args)
+				}
+				out[i] = "raft_" + k
+				continue
+			}
+		}
 		f, ok := a.(hclog.Format)
 		if !ok || len(f) == 0 {
 			continue

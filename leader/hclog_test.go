@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -103,5 +104,13 @@ func TestHCLogger_SuppressesRepeatedErrorsPerPeer(t *testing.T) {
 	}
 	if n := strings.Count(out, "entering follower state"); n != 5 {
 		t.Errorf("info lines are not filtered: %d, want 5", n)
+	}
+}
+
+func TestFormatArgs_RenamesKeysThatClashWithSlog(t *testing.T) {
+	got := formatArgs([]any{"time", 250, "peer", "n2", "level", "x", "msg", "y"})
+	want := []any{"raft_time", 250, "peer", "n2", "raft_level", "x", "raft_msg", "y"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("formatArgs = %v, want %v", got, want)
 	}
 }

@@ -221,7 +221,14 @@ func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusServiceUnavailable, "the store cannot be used: "+err.Error())
 		return
 	}
-	defer lock.Release(context.WithoutCancel(ctx))
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			lock.Release(context.WithoutCancel(ctx))
+		}
+	}
+	defer unlock()
 	rec, ok, err := a.Store.Record(ctx, id)
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
@@ -239,6 +246,7 @@ func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = a.Store.AppendHistory(ctx, Transition{AppID: id, From: rec.Status, To: next.Status, Cause: next.Cause, At: now})
 	a.Engine.Apply(next)
+	unlock() // before the ask: the job must find the lock free
 	if box := a.Engine.asker.Load(); box != nil {
 		_ = box.Ask(ctx, id)
 	}

@@ -127,26 +127,26 @@ func (j *Job) keepLock(ctx context.Context, lock Lock, id string) (context.Conte
 }
 
 // release frees the app's lock. If the store fails to (a network blip), it tries
-// again in the background for as long as the lock would live, so that the app is
-// not kept from its next decision until the TTL runs out.
+// again a few times, so that the app is not kept from its next decision until the
+// lock's TTL runs out; past that, the TTL frees it.
 func (j *Job) release(ctx context.Context, lock Lock) {
-	try := func() error {
+	wait := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		return lock.Release(rctx)
-	}
-	if try() == nil {
-		return
-	}
-	go func() {
-		deadline := time.Now().Add(j.opts.LockTTL)
-		for wait := 100 * time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, time.Second) {
-			time.Sleep(wait)
-			if try() == nil {
-				return
-			}
+		err := lock.Release(rctx)
+		cancel()
+		if err == nil || attempt == 4 {
+			return
 		}
-	}()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		wait *= 2
+	}
 }
 
 // input gathers what Decide needs besides the record, from this pass's data and
