@@ -171,6 +171,23 @@ func pollUntil(t *testing.T, limit time.Duration, what string, f func() bool) {
 	}
 }
 
+// slowPlatform is the recording fake with observations and starts that take a
+// moment.
+type slowPlatform struct {
+	*paastest.Fake
+	delay time.Duration
+}
+
+func (p slowPlatform) Observe(ctx context.Context, app paas.App) (paas.Observation, error) {
+	time.Sleep(p.delay)
+	return p.Fake.Observe(ctx, app)
+}
+
+func (p slowPlatform) Start(ctx context.Context, app paas.App) error {
+	time.Sleep(p.delay)
+	return p.Fake.Start(ctx, app)
+}
+
 func recordStatus(n *clusterNode, app string) reaper.Status {
 	rec, ok := n.engine.Record(app)
 	if !ok {
@@ -194,8 +211,11 @@ func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 	fake := paastest.New(apps...)
 	fake.Manual = true // starts stay WANTS_TO_BE_UP until the test finishes them
 	logs := &clusterLogs{}
-	old := newClusterNode(t, srv, prefix, "n-old", fake, logs)
-	cur := newClusterNode(t, srv, prefix, "n-new", fake, logs)
+	// Platform calls that take a little time, as real ones do, widen the window in
+	// which both jobs handle the same app.
+	platform := slowPlatform{Fake: fake, delay: 15 * time.Millisecond}
+	old := newClusterNode(t, srv, prefix, "n-old", platform, logs)
+	cur := newClusterNode(t, srv, prefix, "n-new", platform, logs)
 	for _, n := range []*clusterNode{old, cur} {
 		for _, app := range apps {
 			n.route(t, "route-"+app, appConfig(app, time.Minute))
@@ -227,23 +247,27 @@ func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 	}()
 	t.Cleanup(func() { stopWatch(); <-watchDone })
 
-	go_ := make(chan struct{})
-	old.run(t, 5, go_)
-	cur.run(t, 6, go_)
-	close(go_) // both jobs begin together
-	pollUntil(t, 10*time.Second, "every app Down on both nodes", func() bool {
+	// The term-5 leader ran alone first: the records it wrote say Down, term 5.
+	startOld, startNew := make(chan struct{}), make(chan struct{})
+	old.run(t, 5, startOld)
+	cur.run(t, 6, startNew)
+	close(startOld)
+	pollUntil(t, 10*time.Second, "every app Down, term 5, on both nodes", func() bool {
 		for _, app := range apps {
-			if recordStatus(old, app) != reaper.StatusDown || recordStatus(cur, app) != reaper.StatusDown {
+			rec, ok := cur.engine.Record(app)
+			if !ok || rec.Status != reaper.StatusDown || rec.Term != 5 || recordStatus(old, app) != reaper.StatusDown {
 				return false
 			}
 		}
 		return true
 	})
 
-	// Wake asks on both nodes, stored and passed to each node's own job, from many
-	// goroutines at once.
+	// Then the term-6 leader begins while wake asks arrive on both nodes, stored and
+	// passed to each node's own job, from many goroutines at once: for each app,
+	// either job may take the lock first.
 	ctx := t.Context()
 	var wg sync.WaitGroup
+	close(startNew)
 	for _, n := range []*clusterNode{old, cur} {
 		for range 4 {
 			wg.Add(1)
@@ -310,9 +334,9 @@ func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 	if n := regressions.Load(); n > 0 {
 		t.Errorf("a term-5 record replaced a term-6 one %d times; last: %v", n, regressionText.Load())
 	}
-	if n := logs.count("node=n-old", "app woken"); n > 0 {
-		t.Logf("the term-5 node started %d apps before the term-6 node wrote them (allowed: the lock and the term still kept it to one start each)", n)
-	}
+	// Either interleaving is allowed; the log says which ones this run saw.
+	t.Logf("apps woken by the term-5 node: %d, by the term-6 node: %d",
+		logs.count("node=n-old", "app woken"), logs.count("node=n-new", "app woken"))
 }
 
 // TestCluster_StoreDownAwakeAppsServedSleepingHoldsBounded stops Valkey under a
@@ -408,5 +432,106 @@ func TestCluster_StoreDownAwakeAppsServedSleepingHoldsBounded(t *testing.T) {
 	rec, ok, err := n.store.Record(t.Context(), "asleep")
 	if err != nil || !ok || rec.Status != reaper.StatusUp {
 		t.Errorf("stored record after recovery: %+v %v %v, want Up", rec, ok, err)
+	}
+}
+
+// TestCluster_AskFailedInStoreOutageDoesNotDelayTheNextWake: a wake asked while
+// Valkey is down is neither stored nor handled (the job cannot read its pass data),
+// so it must not count as asked: the first request once Valkey is back wakes the
+// app at once, instead of waiting for the engine's next ask (AskInterval, 10 s).
+func TestCluster_AskFailedInStoreOutageDoesNotDelayTheNextWake(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{Persist: true})
+	fake := paastest.New("app")
+	logs := &clusterLogs{}
+	n := newClusterNode(t, srv, "lost:", "n1", fake, logs)
+	short := n.route(t, "route-short", appConfig("app", time.Second))
+	long := n.route(t, "route-long", appConfig("app", 30*time.Second))
+	go_ := make(chan struct{})
+	close(go_)
+	n.run(t, 1, go_)
+	pollUntil(t, 10*time.Second, "app Down", func() bool { return recordStatus(n, "app") == reaper.StatusDown })
+
+	srv.Stop()
+	if a, err := access(t.Context(), short); err != nil || a == nil || a.Status != http.StatusGatewayTimeout {
+		t.Fatalf("held request with the store down: %+v %v, want 504", a, err)
+	}
+	srv.Restart()
+
+	begin := time.Now()
+	if a, err := access(t.Context(), long); err != nil || a != nil {
+		t.Fatalf("held request after the store came back: %+v %v, want it let through", a, err)
+	}
+	// The platform starts at once and ready_delay is 0: a wake asked now takes a
+	// job step, not seconds.
+	if d := time.Since(begin); d > 3*time.Second {
+		t.Errorf("the first wake after the store came back took %v: the ask that failed during the outage still counted as made", d.Round(time.Millisecond))
+	}
+	if c := fake.Count("start", "app"); c != 1 {
+		t.Errorf("%d starts, want 1", c)
+	}
+}
+
+// blipStore is the Valkey store with lock releases that fail on demand, as they do
+// when Valkey restarts at that moment (seen with a real redis-server restart in
+// the e2e tests): the release's connection is refused, and the lock stays.
+type blipStore struct {
+	*valkeystore.Store
+	failReleases atomic.Int32
+}
+
+func (s *blipStore) Lock(ctx context.Context, appID string, ttl time.Duration) (reaper.Lock, error) {
+	l, err := s.Store.Lock(ctx, appID, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &blipLock{Lock: l, s: s}, nil
+}
+
+type blipLock struct {
+	reaper.Lock
+	s *blipStore
+}
+
+func (l *blipLock) Release(ctx context.Context) error {
+	if l.s.failReleases.Add(-1) >= 0 {
+		return fmt.Errorf("release: connection refused (injected): %w", valkeystore.ErrUnreachable)
+	}
+	return l.Lock.Release(ctx)
+}
+
+// TestCluster_LockReleaseFailedInStoreBlipDoesNotStallTheApp: a step whose lock
+// release fails because Valkey blinked leaves the lock in the store; the job must
+// not then leave the app alone for the lock's whole TTL (15 s): a wake asked right
+// after must go through within a few ticks.
+func TestCluster_LockReleaseFailedInStoreBlipDoesNotStallTheApp(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	fake := paastest.New("app")
+	logs := &clusterLogs{}
+	logger := logs.logger("n1")
+	store := &blipStore{Store: openStore(t, srv, "blip:", logger)}
+	engine := reaper.NewEngine(reaper.EngineOptions{Node: "n1", Store: store, Logger: logger})
+	job := reaper.NewJob(reaper.JobOptions{Engine: engine, Store: store, PaaS: fake, Logger: logger,
+		FastInterval: 20 * time.Millisecond, FullInterval: 200 * time.Millisecond})
+	engine.SetAsker(job)
+	n := &clusterNode{store: store.Store, engine: engine, job: job}
+	n.route(t, "route-app", appConfig("app", time.Minute))
+	go_ := make(chan struct{})
+	close(go_)
+	n.run(t, 1, go_)
+	pollUntil(t, 10*time.Second, "app Down", func() bool { return recordStatus(n, "app") == reaper.StatusDown })
+
+	// The next release fails; the wake asked now must still be handled promptly.
+	store.failReleases.Store(1)
+	begin := time.Now()
+	if err := store.AskWake(t.Context(), "app", begin, 30*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	_ = job.Ask(t.Context(), "app")
+	pollUntil(t, 30*time.Second, "app Up", func() bool { return recordStatus(n, "app") == reaper.StatusUp })
+	if d := time.Since(begin); d > 3*time.Second {
+		t.Errorf("the app was woken %v after the ask: the lock left by the failed release kept the job away for its TTL", d.Round(time.Millisecond))
+	}
+	if c := fake.Count("start", "app"); c != 1 {
+		t.Errorf("%d starts, want 1", c)
 	}
 }
