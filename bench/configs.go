@@ -13,10 +13,12 @@ import (
 // with the project's own configuration loader.
 
 type reaperConfig struct {
-	Node   nodeConfig    `yaml:"node"`
-	Reaper *jobConfig    `yaml:"reaper,omitempty"`
-	PaaS   paasConfig    `yaml:"paas"`
-	Routes []routeConfig `yaml:"routes"`
+	Node    nodeConfig     `yaml:"node"`
+	Reaper  *jobConfig     `yaml:"reaper,omitempty"`
+	Store   *storeConfig   `yaml:"store,omitempty"`
+	Cluster *clusterConfig `yaml:"cluster,omitempty"`
+	PaaS    paasConfig     `yaml:"paas"`
+	Routes  []routeConfig  `yaml:"routes"`
 }
 
 type nodeConfig struct {
@@ -24,6 +26,7 @@ type nodeConfig struct {
 	Listen string `yaml:"listen"`
 	// AdminListen is always written: empty turns the admin listener off.
 	AdminListen     string `yaml:"admin_listen"`
+	AdminToken      string `yaml:"admin_token,omitempty"`
 	DataDir         string `yaml:"data_dir"`
 	ShutdownTimeout string `yaml:"shutdown_timeout,omitempty"`
 }
@@ -34,8 +37,36 @@ type jobConfig struct {
 }
 
 type paasConfig struct {
-	Driver string      `yaml:"driver"`
-	Apps   []appConfig `yaml:"apps"`
+	Driver      string        `yaml:"driver"`
+	Apps        []appConfig   `yaml:"apps,omitempty"`
+	CleverCloud *cleverConfig `yaml:"clevercloud,omitempty"`
+}
+
+// cleverConfig is paas.clevercloud (part G points it at the in-process fake).
+type cleverConfig struct {
+	APIURL  string `yaml:"api_url"`
+	Token   string `yaml:"token"`
+	OwnerID string `yaml:"owner_id"`
+	Timeout string `yaml:"timeout,omitempty"`
+}
+
+// storeConfig is the store section (part G: valkey, on a redis-server).
+type storeConfig struct {
+	Driver  string `yaml:"driver"`
+	Address string `yaml:"address"`
+}
+
+// clusterConfig is the cluster section of one node.
+type clusterConfig struct {
+	RaftListen string       `yaml:"raft_listen"`
+	Secret     string       `yaml:"secret"`
+	Peers      []peerConfig `yaml:"peers"`
+}
+
+type peerConfig struct {
+	ID       string `yaml:"id"`
+	RaftAddr string `yaml:"raft_addr"`
+	APIAddr  string `yaml:"api_addr"`
 }
 
 type appConfig struct {

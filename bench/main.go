@@ -8,6 +8,7 @@
 //	D. the ratios of reaper to the bare proxy, with the targets
 //	E. wake latency: from the app's port opening to the held request's answer
 //	F. one node holding 10,000 requests for a sleeping app: RSS, one start, every answer
+//	G. a cluster of three nodes: leader failover, and a follower's ask to the leader's start call
 //
 // Run it from the repository root: `make bench` (which builds bin/reaper and
 // bin/demoapp first) or `go run ./bench`. The exit status is 0 when every target
@@ -46,7 +47,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "short runs, one round, fewer wakes and held requests: for developing the bench, not for figures")
-	only := fs.String("only", "awake,wake,held", "the parts to run: awake (A-D), wake (E), held (F), comma-separated")
+	only := fs.String("only", "awake,wake,held,cluster", "the parts to run: awake (A-D), wake (E), held (F), cluster (G), comma-separated")
 	profile := fs.String("profile", "", "write a CPU profile of reaper under the 64-connection load of the reaper-plugin route to this `file` (builds a profiling reaper)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -54,10 +55,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	o := options{quick: *quick, sections: map[string]bool{}, profile: *profile}
 	for s := range strings.SplitSeq(*only, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "awake", "wake", "held":
+		case "awake", "wake", "held", "cluster":
 			o.sections[s] = true
 		default:
-			return options{}, fmt.Errorf("-only: unknown part %q (want awake, wake or held)", s)
+			return options{}, fmt.Errorf("-only: unknown part %q (want awake, wake, held or cluster)", s)
 		}
 	}
 	return o, nil
@@ -123,12 +124,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 			failed = append(failed, "F: "+err.Error())
 		}
 	}
+	var skipped []string
+	if opts.sections["cluster"] && ctx.Err() == nil {
+		v, err := runCluster(ctx, e)
+		verdicts = append(verdicts, v...)
+		switch {
+		case errors.Is(err, errNoRedis):
+			skipped = append(skipped, "G  cluster: "+err.Error())
+		case err != nil:
+			failed = append(failed, "G: "+err.Error())
+		}
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "bench: interrupted; stopping every process it started")
 		return 2
 	}
 	fmt.Fprintf(e.out, "\nload average after the run: %s\n", loadAverage())
-	return printSummary(e.out, verdicts, failed, time.Since(start), opts.quick)
+	return printSummary(e.out, verdicts, failed, skipped, time.Since(start), opts.quick)
 }
 
 // setup finds the repository and the binaries, builds the bare proxy, and raises

@@ -10,7 +10,7 @@ import (
 
 func TestParseOptions(t *testing.T) {
 	o, err := parseOptions(nil, io.Discard)
-	if err != nil || o.quick || len(o.sections) != 3 || o.profile != "" {
+	if err != nil || o.quick || len(o.sections) != 4 || !o.sections["cluster"] || o.profile != "" {
 		t.Fatalf("defaults = %+v, %v", o, err)
 	}
 	o, err = parseOptions([]string{"-quick", "-only", "wake, held", "-profile", "/tmp/p"}, io.Discard)

@@ -242,9 +242,10 @@ func passWord(ok bool) string {
 	return "FAIL"
 }
 
-// printSummary prints every verdict and the parts that could not run, and returns
-// the exit status: 0 all pass, 1 a target fails, 2 a part could not measure.
-func printSummary(w io.Writer, vs []verdict, failed []string, took time.Duration, quick bool) int {
+// printSummary prints every verdict, the parts that could not run and those
+// skipped (a tool missing: not a failure), and returns the exit status: 0 all
+// pass, 1 a target fails, 2 a part could not measure.
+func printSummary(w io.Writer, vs []verdict, failed, skipped []string, took time.Duration, quick bool) int {
 	fmt.Fprintf(w, "\nSummary (%s)\n", took.Round(time.Second))
 	fails := 0
 	for _, v := range vs {
@@ -255,6 +256,9 @@ func printSummary(w io.Writer, vs []verdict, failed []string, took time.Duration
 	}
 	for _, f := range failed {
 		fmt.Fprintf(w, "  ERROR    %s\n", strings.ReplaceAll(f, "\n", "\n           "))
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(w, "  SKIPPED  %s\n", s)
 	}
 	if quick {
 		fmt.Fprintln(w, "  (quick mode: not figures to quote)")

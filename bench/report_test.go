@@ -82,15 +82,15 @@ func TestPrintSummary_ExitStatus(t *testing.T) {
 	pass := verdict{"A", "x", "1", "≥ 1", true, ""}
 	fail := verdict{"B", "y", "0", "≥ 1", false, ""}
 	var out bytes.Buffer
-	if got := printSummary(&out, []verdict{pass}, nil, time.Second, false); got != 0 || !strings.Contains(out.String(), "All 1 targets pass.") {
+	if got := printSummary(&out, []verdict{pass}, nil, []string{"G: no redis-server"}, time.Second, false); got != 0 || !strings.Contains(out.String(), "All 1 targets pass.") || !strings.Contains(out.String(), "SKIPPED  G: no redis-server") {
 		t.Errorf("all pass: %d\n%s", got, out.String())
 	}
 	out.Reset()
-	if got := printSummary(&out, []verdict{pass, fail}, nil, time.Second, false); got != 1 || !strings.Contains(out.String(), "FAIL  B  y") {
+	if got := printSummary(&out, []verdict{pass, fail}, nil, nil, time.Second, false); got != 1 || !strings.Contains(out.String(), "FAIL  B  y") {
 		t.Errorf("one fails: %d\n%s", got, out.String())
 	}
 	out.Reset()
-	if got := printSummary(&out, []verdict{pass}, []string{"F: boom\nmore"}, time.Second, true); got != 2 || !strings.Contains(out.String(), "ERROR    F: boom") || !strings.Contains(out.String(), "quick mode") {
+	if got := printSummary(&out, []verdict{pass}, []string{"F: boom\nmore"}, nil, time.Second, true); got != 2 || !strings.Contains(out.String(), "ERROR    F: boom") || !strings.Contains(out.String(), "quick mode") {
 		t.Errorf("a part failed: %d\n%s", got, out.String())
 	}
 }
