@@ -18,6 +18,7 @@ import (
 
 	"github.com/reapergw/reaper/config"
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/internal/logbuf"
 	"github.com/reapergw/reaper/plugin"
 	_ "github.com/reapergw/reaper/plugin/builtin" // the headers and ip_filter plugins
 	"github.com/reapergw/reaper/reaper"
@@ -35,7 +36,11 @@ func serveCmd(ctx context.Context, args []string, env func(string) (string, bool
 		fmt.Fprintln(stderr, "reaper serve: --config is required")
 		return exitCode(2)
 	}
-	logger, err := newLogger(stderr, *format, *level)
+	// Log lines are gathered and written every 100 ms: an access line per request
+	// then costs a copy, not a system call on the request's path.
+	logOut := logbuf.New(stderr, 100*time.Millisecond, 64<<10)
+	defer logOut.Close()
+	logger, err := newLogger(logOut, *format, *level)
 	if err != nil {
 		fmt.Fprintln(stderr, "reaper serve:", err)
 		return exitCode(2)
