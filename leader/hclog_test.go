@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"github.com/reapergw/reaper/internal/logtest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 )
 
 func TestHCLogger_ForwardsLevelsAndPairs(t *testing.T) {
-	buf := &logBuffer{}
+	buf := &logtest.Buffer{}
 	l := newHCLogger(slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo})), "raft")
 
 	l.Debug("hidden", "k", 1)
@@ -88,8 +89,8 @@ func TestRepeatFilter_DropsRepeatsWithinTheWindow(t *testing.T) {
 }
 
 func TestHCLogger_SuppressesRepeatedErrorsPerPeer(t *testing.T) {
-	buf := &logBuffer{}
-	l := newHCLogger(buf.logger(), "raft")
+	buf := &logtest.Buffer{}
+	l := newHCLogger(buf.Logger(slog.LevelInfo), "raft")
 	for range 5 {
 		l.Error("failed to heartbeat to", "peer", "127.0.0.1:7002", "error", "EOF")
 		l.Error("failed to heartbeat to", "peer", "127.0.0.1:7003", "error", "EOF")

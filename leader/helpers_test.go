@@ -1,12 +1,11 @@
 package leader
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/reapergw/reaper/internal/logtest"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,30 +17,6 @@ var (
 	testSecret     = []byte("good-cluster-secret-7f3a9c1e")
 	strangerSecret = []byte("wrong-cluster-secret-b8d2e046")
 )
-
-// logBuffer collects a node's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) count(substr string) int { return strings.Count(b.String(), substr) }
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
 
 // waitFor polls cond every 10 ms until it holds or timeout passes, then fails the test.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
@@ -105,7 +80,7 @@ func (r *recorder) callFor(term uint64) *leaderCall {
 type testNode struct {
 	cfg     Config
 	node    *Node
-	logs    *logBuffer
+	logs    *logtest.Buffer
 	rec     *recorder
 	stopRun context.CancelFunc
 	runDone chan struct{}
@@ -161,8 +136,8 @@ func (c *cluster) config(id string, peers []Peer, secret []byte) Config {
 // start starts a node on ln (or on cfg.RaftListen when ln is nil) and runs a recorder on it.
 func (c *cluster) start(cfg Config, ln net.Listener) *testNode {
 	c.t.Helper()
-	tn := &testNode{cfg: cfg, logs: &logBuffer{}, rec: &recorder{}, runDone: make(chan struct{})}
-	cfg.Logger = tn.logs.logger()
+	tn := &testNode{cfg: cfg, logs: &logtest.Buffer{}, rec: &recorder{}, runDone: make(chan struct{})}
+	cfg.Logger = tn.logs.Logger(slog.LevelInfo)
 	var err error
 	if ln != nil {
 		tn.node, err = newWithListener(cfg, ln)

@@ -159,7 +159,7 @@ func TestCluster_WrongSecretCannotVote(t *testing.T) {
 	refusals := func() int {
 		n := 0
 		for _, id := range ids {
-			n += c.nodes[id].logs.count("refused raft connection")
+			n += c.nodes[id].logs.Lines("refused raft connection")
 		}
 		return n
 	}
@@ -216,7 +216,7 @@ func TestCluster_RestartRejoinsWithoutBootstrap(t *testing.T) {
 			break
 		}
 	}
-	if n := follower.logs.count("bootstrapping cluster"); n != 1 {
+	if n := follower.logs.Lines("bootstrapping cluster"); n != 1 {
 		t.Fatalf("first start bootstrapped %d times, want 1", n)
 	}
 	id := follower.cfg.NodeID
@@ -238,10 +238,10 @@ func TestCluster_RestartRejoinsWithoutBootstrap(t *testing.T) {
 	cfg := follower.cfg
 	cfg.RaftListen = follower.node.cfg.Advertise
 	restarted := c.start(cfg, nil)
-	if n := restarted.logs.count("bootstrapping cluster"); n != 0 {
+	if n := restarted.logs.Lines("bootstrapping cluster"); n != 0 {
 		t.Errorf("restart bootstrapped again (%d times)", n)
 	}
-	if n := restarted.logs.count("existing raft state found"); n != 1 {
+	if n := restarted.logs.Lines("existing raft state found"); n != 1 {
 		t.Errorf("restart did not report existing state")
 	}
 	// New restored the snapshot before returning.
@@ -283,7 +283,7 @@ func TestCluster_AddVoterThenRemoveServer(t *testing.T) {
 	cfg := c.config("n4", nil, testSecret)
 	cfg.Advertise = p4.RaftAddr
 	n4 := c.start(cfg, ln)
-	if n := n4.logs.count("bootstrapping cluster"); n != 0 {
+	if n := n4.logs.Lines("bootstrapping cluster"); n != 0 {
 		t.Fatal("a node outside the initial peers bootstrapped")
 	}
 	for _, id := range c.ids() {

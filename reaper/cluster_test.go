@@ -6,13 +6,12 @@ package reaper_test
 // itself — two deciders that both believe they lead, and a store that goes away.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/reapergw/reaper/internal/logtest"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,43 +25,6 @@ import (
 	"github.com/reapergw/reaper/reaper"
 	"github.com/reapergw/reaper/reaper/valkeystore"
 )
-
-// clusterLogs is a log sink the test reads while the parts write.
-type clusterLogs struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *clusterLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *clusterLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *clusterLogs) logger(node string) *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", node)
-}
-
-// count counts the lines holding every one of the substrings.
-func (l *clusterLogs) count(subs ...string) int {
-	n := 0
-	for _, line := range strings.Split(l.String(), "\n") {
-		all := true
-		for _, s := range subs {
-			all = all && strings.Contains(line, s)
-		}
-		if all {
-			n++
-		}
-	}
-	return n
-}
 
 // openStore connects a Valkey store to srv under prefix, closed at the end of the test.
 func openStore(t *testing.T, srv *redistest.Server, prefix string, logger *slog.Logger) *valkeystore.Store {
@@ -85,9 +47,9 @@ type clusterNode struct {
 	job    *reaper.Job
 }
 
-func newClusterNode(t *testing.T, srv *redistest.Server, prefix, id string, platform paas.Client, logs *clusterLogs) *clusterNode {
+func newClusterNode(t *testing.T, srv *redistest.Server, prefix, id string, platform paas.Client, logs *logtest.Buffer) *clusterNode {
 	t.Helper()
-	logger := logs.logger(id)
+	logger := logs.Logger(slog.LevelDebug).With("node", id)
 	n := &clusterNode{store: openStore(t, srv, prefix, logger)}
 	n.engine = reaper.NewEngine(reaper.EngineOptions{Node: id, Store: n.store, Logger: logger})
 	n.job = reaper.NewJob(reaper.JobOptions{Engine: n.engine, Store: n.store, PaaS: platform, Logger: logger,
@@ -210,7 +172,7 @@ func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 	}
 	fake := paastest.New(apps...)
 	fake.Manual = true // starts stay WANTS_TO_BE_UP until the test finishes them
-	logs := &clusterLogs{}
+	logs := &logtest.Buffer{}
 	// Platform calls that take a little time, as real ones do, widen the window in
 	// which both jobs handle the same app.
 	platform := slowPlatform{Fake: fake, delay: 15 * time.Millisecond}
@@ -336,7 +298,7 @@ func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 	}
 	// Either interleaving is allowed; the log says which ones this run saw.
 	t.Logf("apps woken by the term-5 node: %d, by the term-6 node: %d",
-		logs.count("node=n-old", "app woken"), logs.count("node=n-new", "app woken"))
+		logs.Lines("node=n-old", "app woken"), logs.Lines("node=n-new", "app woken"))
 }
 
 // TestCluster_StoreDownAwakeAppsServedSleepingHoldsBounded stops Valkey under a
@@ -349,7 +311,7 @@ func TestCluster_StoreDownAwakeAppsServedSleepingHoldsBounded(t *testing.T) {
 	fake := paastest.New("awake", "asleep")
 	fake.Set("awake", paastest.App{State: paas.StateShouldBeUp,
 		Deployment: &paas.Deployment{State: paas.DeploymentOK, Action: "DEPLOY", At: time.Now().Add(-time.Hour)}})
-	logs := &clusterLogs{}
+	logs := &logtest.Buffer{}
 	n := newClusterNode(t, srv, "down:", "n1", fake, logs)
 	awake := n.route(t, "route-awake", appConfig("awake", time.Minute))
 	const failTimeout = 2 * time.Second
@@ -407,7 +369,7 @@ func TestCluster_StoreDownAwakeAppsServedSleepingHoldsBounded(t *testing.T) {
 	// The job's passes and the engine's polls and flushes all failed meanwhile: a
 	// handful of warnings in all, not one per request or per tick.
 	outage := time.Since(down)
-	warns := logs.count("level=WARN")
+	warns := logs.Lines("level=WARN")
 	t.Logf("store down for %v: %d warning lines", outage.Round(time.Millisecond), warns)
 	if warns == 0 || warns > 8 {
 		t.Errorf("%d warning lines during a %v outage with %d requests, want a handful (one per failing part per interval):\n%s",
@@ -442,7 +404,7 @@ func TestCluster_StoreDownAwakeAppsServedSleepingHoldsBounded(t *testing.T) {
 func TestCluster_AskFailedInStoreOutageDoesNotDelayTheNextWake(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{Persist: true})
 	fake := paastest.New("app")
-	logs := &clusterLogs{}
+	logs := &logtest.Buffer{}
 	n := newClusterNode(t, srv, "lost:", "n1", fake, logs)
 	short := n.route(t, "route-short", appConfig("app", time.Second))
 	long := n.route(t, "route-long", appConfig("app", 30*time.Second))
@@ -506,8 +468,8 @@ func (l *blipLock) Release(ctx context.Context) error {
 func TestCluster_LockReleaseFailedInStoreBlipDoesNotStallTheApp(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	fake := paastest.New("app")
-	logs := &clusterLogs{}
-	logger := logs.logger("n1")
+	logs := &logtest.Buffer{}
+	logger := logs.Logger(slog.LevelDebug).With("node", "n1")
 	store := &blipStore{Store: openStore(t, srv, "blip:", logger)}
 	engine := reaper.NewEngine(reaper.EngineOptions{Node: "n1", Store: store, Logger: logger})
 	job := reaper.NewJob(reaper.JobOptions{Engine: engine, Store: store, PaaS: fake, Logger: logger,

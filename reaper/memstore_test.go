@@ -1,8 +1,8 @@
 package reaper_test
 
 import (
-	"bytes"
 	"context"
+	"github.com/reapergw/reaper/internal/logtest"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -41,41 +41,8 @@ func newMemStore(t *testing.T, opts reaper.MemStoreOptions) *reaper.MemStore {
 	return s
 }
 
-// logBuffer captures a logger's output for assertions; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// count returns how many log lines contain every one of parts.
-func (b *logBuffer) count(parts ...string) int {
-	n := 0
-	for line := range strings.Lines(b.String()) {
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
-			n++
-		}
-	}
-	return n
-}
-
-func newLogger() (*slog.Logger, *logBuffer) {
-	b := &logBuffer{}
+func newLogger() (*slog.Logger, *logtest.Buffer) {
+	b := &logtest.Buffer{}
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
 

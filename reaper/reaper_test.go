@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/reapergw/reaper/internal/logtest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -29,31 +30,14 @@ type env struct {
 	fake   *paastest.Fake
 	engine *Engine
 	job    *Job
-	logs   *syncBuffer
+	logs   *logtest.Buffer
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newEnv(t *testing.T, fake *paastest.Fake, storePath string) *env {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store, err := NewMemStore(MemStoreOptions{Path: storePath, Logger: logger})
 	if err != nil {

@@ -149,7 +149,7 @@ func TestStateFile_TransitionSavedAtOnce(t *testing.T) {
 		mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusUp})
 		time.Sleep(time.Second) // well under the 15 s interval (Run is not even running)
 		synctest.Wait()
-		if n := logs.count(savedLine); n != 1 {
+		if n := logs.Lines(savedLine); n != 1 {
 			t.Fatalf("%d saves after a transition, want 1; log:\n%s", n, logs)
 		}
 		if rec, ok, _ := reopen(t, path).Record(t.Context(), "a"); !ok || rec.Status != reaper.StatusUp {
@@ -160,7 +160,7 @@ func TestStateFile_TransitionSavedAtOnce(t *testing.T) {
 		mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusUp, Cause: "checked"})
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if n := logs.count(savedLine); n != 1 {
+		if n := logs.Lines(savedLine); n != 1 {
 			t.Fatalf("%d saves after a put without transition, want still 1", n)
 		}
 	})
@@ -179,13 +179,13 @@ func TestStateFile_BurstOfTransitionsMakesOneWrite(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if n := logs.count(savedLine); n != 1 {
+		if n := logs.Lines(savedLine); n != 1 {
 			t.Fatalf("1000 transitions made %d writes, want 1", n)
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if n := logs.count(savedLine); n != 1 {
+		if n := logs.Lines(savedLine); n != 1 {
 			t.Fatalf("Close with nothing new wrote again (%d writes)", n)
 		}
 		if rec, _, _ := reopen(t, path).Record(t.Context(), "a"); rec.Status != last {
@@ -249,7 +249,7 @@ func TestStateFile_ExpiredAsksDroppedOnLoad(t *testing.T) {
 		time.Sleep(2 * time.Minute) // the node was down for two minutes
 		log, logs := newLogger()
 		asks, _ := newMemStore(t, reaper.MemStoreOptions{Path: path, Logger: log}).WakeAsks(t.Context())
-		if logs.count("state file loaded", "wake_asks=1", "expired_asks_dropped=1") != 1 {
+		if logs.Lines("state file loaded", "wake_asks=1", "expired_asks_dropped=1") != 1 {
 			t.Errorf("the load does not say it dropped the expired ask; log:\n%s", logs)
 		}
 		if _, ok := asks["short"]; ok || !asks["long"].Equal(now) {
@@ -285,7 +285,7 @@ func TestStateFile_CorruptFileSetAside(t *testing.T) {
 			if recs, _ := s.Records(t.Context()); len(recs) != 0 {
 				t.Errorf("store from a corrupt file has records %v, want none", recs)
 			}
-			if n := logs.count("level=ERROR", "state file is unusable", path); n != 1 {
+			if n := logs.Lines("level=ERROR", "state file is unusable", path); n != 1 {
 				t.Errorf("want one ERROR line naming %s; log:\n%s", path, logs)
 			}
 			aside, _ := filepath.Glob(path + ".corrupt-*")
@@ -321,7 +321,7 @@ func TestStateFile_UnreadableFileSetAside(t *testing.T) {
 	}
 	log, logs := newLogger()
 	s := newMemStore(t, reaper.MemStoreOptions{Path: path, Logger: log})
-	if logs.count("level=ERROR", path) != 1 {
+	if logs.Lines("level=ERROR", path) != 1 {
 		t.Fatalf("want one ERROR line naming %s; log:\n%s", path, logs)
 	}
 	mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusUp})
@@ -350,7 +350,7 @@ func TestStateFile_WriteFailureIsLoggedNotFatal(t *testing.T) {
 			mustPut(t, s, reaper.Record{AppID: "a", Status: st})
 			time.Sleep(time.Second)
 			synctest.Wait()
-			if n := logs.count("level=ERROR", "cannot write the state file", path); n != 1 {
+			if n := logs.Lines("level=ERROR", "cannot write the state file", path); n != 1 {
 				t.Fatalf("after failed save %d: %d ERROR lines, want exactly 1 for the streak; log:\n%s", i+1, n, logs)
 			}
 		}
@@ -368,7 +368,7 @@ func TestStateFile_WriteFailureIsLoggedNotFatal(t *testing.T) {
 		mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusDown})
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if logs.count("level=INFO", "state file written again") != 1 {
+		if logs.Lines("level=INFO", "state file written again") != 1 {
 			t.Fatalf("no recovery line; log:\n%s", logs)
 		}
 		if rec, _, _ := reopen(t, path).Record(t.Context(), "a"); rec.Status != reaper.StatusDown {
@@ -393,7 +393,7 @@ func TestStateFile_ReadOnlyDirectory(t *testing.T) {
 	if err := s.Close(); err == nil {
 		t.Fatal("Close into a read-only directory returned no error")
 	}
-	if logs.count("level=ERROR", "cannot write the state file", path) != 1 {
+	if logs.Lines("level=ERROR", "cannot write the state file", path) != 1 {
 		t.Fatalf("want one ERROR line; log:\n%s", logs)
 	}
 }

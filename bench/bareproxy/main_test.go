@@ -1,37 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"github.com/reapergw/reaper/internal/logtest"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// syncBuffer is a bytes.Buffer safe for the writer and a polling reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestRun_ProxiesAndReusesUpstreamConnections(t *testing.T) {
 	var upstreamConns atomic.Int64
@@ -47,7 +28,7 @@ func TestRun_ProxiesAndReusesUpstreamConnections(t *testing.T) {
 	defer backend.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var log syncBuffer
+	var log logtest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--target", backend.URL}, &log) }()
 	defer func() {

@@ -1,10 +1,9 @@
 package clevercloud
 
 import (
-	"bytes"
+	"github.com/reapergw/reaper/internal/logtest"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,33 +28,15 @@ func secretValues() []string {
 		percentEncode(testOAuth.ConsumerSecret), percentEncode(testOAuth.Secret)}
 }
 
-// syncBuffer collects log output from concurrent goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // env is a driver talking to a fake over loopback.
 type env struct {
 	f    *fakeclever.Fake
 	c    *Client
-	logs *syncBuffer
+	logs *logtest.Buffer
 }
 
 // fastOptions keep the retry and rate-limit waits short for tests.
-func fastOptions(logs *syncBuffer) Options {
+func fastOptions(logs *logtest.Buffer) Options {
 	return Options{
 		Logger:        slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Version:       "test",
@@ -79,7 +60,7 @@ func newEnv(t *testing.T, fo fakeclever.Options, mod func(f *fakeclever.Fake, c 
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Close)
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	cfg := Config{APIURL: f.BridgeURL(), Token: conf.Secret(testToken)}
 	opts := fastOptions(logs)
 	if mod != nil {

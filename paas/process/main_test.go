@@ -3,9 +3,9 @@
 package process
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/reapergw/reaper/internal/logtest"
 	"log/slog"
 	"net"
 	"os"
@@ -67,27 +67,8 @@ func demo(t *testing.T, id, addr string, flags ...string) AppConfig {
 	}
 }
 
-// logBuffer collects the driver's log; it is printed when the test fails. It may be
-// written after the test ended (a stop timer firing late), which t.Log forbids.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func testLogger(t *testing.T) (*slog.Logger, *logBuffer) {
-	lb := &logBuffer{}
+func testLogger(t *testing.T) (*slog.Logger, *logtest.Buffer) {
+	lb := &logtest.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("driver log:\n%s", lb)
@@ -98,7 +79,7 @@ func testLogger(t *testing.T) (*slog.Logger, *logBuffer) {
 
 // newDriver returns a driver on dataDir (a new temporary one when empty). When the
 // test ends it is closed and every process group it still knows is killed.
-func newDriver(t *testing.T, dataDir string, apps ...AppConfig) (*Driver, *logBuffer) {
+func newDriver(t *testing.T, dataDir string, apps ...AppConfig) (*Driver, *logtest.Buffer) {
 	t.Helper()
 	if dataDir == "" {
 		dataDir = t.TempDir()

@@ -2,6 +2,8 @@ package valkeystore
 
 import (
 	"errors"
+	"github.com/reapergw/reaper/internal/logtest"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,8 +151,8 @@ func TestPrefix_Default(t *testing.T) {
 // Records, which still lists the good ones.
 func TestRecords_CorruptValue(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	var logs logBuffer
-	s := newStore(t, srv, Options{Logger: logs.logger()})
+	var logs logtest.Buffer
+	s := newStore(t, srv, Options{Logger: logs.Logger(slog.LevelDebug)})
 	if err := s.PutRecord(t.Context(), reaper.Record{AppID: "good", Status: reaper.StatusUp}); err != nil {
 		t.Fatal(err)
 	}

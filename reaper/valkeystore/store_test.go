@@ -1,13 +1,12 @@
 package valkeystore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/reapergw/reaper/internal/logtest"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,28 +47,6 @@ func TestStore_Contract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) reaper.Store {
 		return newStore(t, srv, Options{})
 	})
-}
-
-// logBuffer is a slog handler's output that tests read while the store writes.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func TestNew_UnreachableFailsFastNamingTheAddress(t *testing.T) {
@@ -114,13 +91,13 @@ func TestNew_CancelledContext(t *testing.T) {
 func TestPassword_NeverInErrorsOrLogs(t *testing.T) {
 	const right, wrong = "right-Pa55word-7f3a", "wrong-Pa55word-c9e1"
 	srv := redistest.Start(t, redistest.Options{Password: right})
-	var logs logBuffer
+	var logs logtest.Buffer
 
 	for _, tc := range []struct{ name, password, want string }{
 		{"wrong password", wrong, "WRONGPASS"},
 		{"no password", "", "NOAUTH"},
 	} {
-		s, err := New(t.Context(), Options{Address: srv.Addr(), Password: tc.password, Logger: logs.logger()})
+		s, err := New(t.Context(), Options{Address: srv.Addr(), Password: tc.password, Logger: logs.Logger(slog.LevelDebug)})
 		if err == nil {
 			s.Close()
 			t.Fatalf("%s: New succeeded", tc.name)
@@ -134,7 +111,7 @@ func TestPassword_NeverInErrorsOrLogs(t *testing.T) {
 		}
 	}
 
-	s := newStore(t, srv, Options{Password: right, Logger: logs.logger()})
+	s := newStore(t, srv, Options{Password: right, Logger: logs.Logger(slog.LevelDebug)})
 	if err := s.PutRecord(t.Context(), reaper.Record{AppID: "a", Status: reaper.StatusUp}); err != nil {
 		t.Fatalf("PutRecord with the right password: %v", err)
 	}
@@ -210,9 +187,9 @@ func waitWatched(t *testing.T, s *Store, got <-chan string, app string) {
 // watch resumes and tells about records it may have missed.
 func TestOutage_RestartMidRun(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{Persist: true})
-	var logs logBuffer
+	var logs logtest.Buffer
 	// A long Timeout, so that a fast failure below cannot be the timeout's doing.
-	n1, n2 := twoNodes(t, srv, Options{Logger: logs.logger(), Timeout: 30 * time.Second})
+	n1, n2 := twoNodes(t, srv, Options{Logger: logs.Logger(slog.LevelDebug), Timeout: 30 * time.Second})
 	got := collect(t.Context(), n2)
 	waitWatched(t, n1, got, "before")
 
