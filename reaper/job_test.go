@@ -3,6 +3,7 @@ package reaper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -310,6 +311,62 @@ func TestJob_LockIsKeptForALongStep(t *testing.T) {
 		}
 		if _, err := e.store.Lock(context.Background(), "app", time.Second); err != nil {
 			t.Errorf("the lock is still held after the step: %v", err)
+		}
+	})
+}
+
+// batchPlatform observes every app in one call, as the Clever Cloud driver does
+// with /v2/summary, and counts the calls.
+type batchPlatform struct {
+	*paastest.Fake
+	mu    sync.Mutex
+	calls int
+}
+
+func (b *batchPlatform) ObserveAll(ctx context.Context, apps []paas.App) (map[paas.App]paas.Observation, error) {
+	b.mu.Lock()
+	b.calls++
+	b.mu.Unlock()
+	out := map[paas.App]paas.Observation{}
+	for _, a := range apps {
+		if st := b.Fake.Get(a.ID); st.State != "" {
+			out[a] = paas.Observation{State: st.State}
+		}
+	}
+	return out, nil
+}
+
+func TestJob_500AppsCostOneObservationAPass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ids []string
+		for i := range 500 {
+			ids = append(ids, fmt.Sprintf("app-%03d", i))
+		}
+		fake := upApp(ids...)
+		platform := &batchPlatform{Fake: fake}
+		e := newEnv(t, fake, "")
+		e.job = NewJob(JobOptions{Engine: e.engine, Store: e.store, PaaS: platform, Logger: slog.New(slog.DiscardHandler),
+			FastInterval: 5 * time.Second, FullInterval: 30 * time.Second})
+		e.engine.SetAsker(e.job)
+		for _, id := range ids {
+			e.route(config(id))
+		}
+		e.start()
+		defer e.stop()
+		settle()
+		time.Sleep(61 * time.Second) // the first pass and two full passes
+		settle()
+		platform.mu.Lock()
+		batches := platform.calls
+		platform.mu.Unlock()
+		if batches != 3 {
+			t.Errorf("batch observations = %d for three passes over 500 apps, want 3", batches)
+		}
+		if n := len(fake.Calls("observe")); n != 0 {
+			t.Errorf("%d single observations: awake, busy-free apps within their grace period need none", n)
+		}
+		if n := len(fake.Calls("deployment")); n != 0 {
+			t.Errorf("%d deployment reads, want none (no decision needed one)", n)
 		}
 	})
 }
