@@ -80,7 +80,8 @@ const (
 //
 // Guarantees the callers rely on: ActionStart is never returned while the platform
 // says SHOULD_BE_UP or WANTS_TO_BE_UP (on Clever Cloud a start restarts a running
-// app); ActionStop is returned only for a record in Up, with the platform saying
+// app); ActionStop is returned only for a record in Up (or in WaitingForShutdown
+// whose stop was never sent), with the platform saying
 // SHOULD_BE_UP and not NotShutdownable, when Idle holds.
 func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
 	state := in.Observation.State
@@ -107,7 +108,7 @@ func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
 	case StatusUp:
 		out, act = decideUp(out, in, now, p)
 	case StatusWaitingForShutdown:
-		out = decideShutdown(out, in, now, p)
+		out, act = decideShutdown(out, in, now, p)
 	case StatusDown:
 		out = decideDown(out, state, now)
 	case StatusWaitingForUp:
@@ -201,20 +202,34 @@ func decideUp(r Record, in Input, now time.Time, p Policy) (Record, Action) {
 }
 
 // decideShutdown waits for our stop to show. SHOULD_BE_UP lingers for a while
-// after a stop, so it is not a failure until the fail timeout.
-func decideShutdown(r Record, in Input, now time.Time, p Policy) Record {
+// after a stop, so it is not a failure until the fail timeout. A stop that was
+// never sent (StopSentAt before ActionAt: the step that decided it was cut short)
+// is decided again as for an app that is up: sent if the app is still idle,
+// dropped (back to Up) if a request came meanwhile.
+func decideShutdown(r Record, in Input, now time.Time, p Policy) (Record, Action) {
 	switch in.Observation.State {
 	case paas.StateShouldBeDown:
-		return enter(r, StatusDown, "stopped", now)
+		return enter(r, StatusDown, "stopped", now), ActionNone
 	case paas.StateWantsToBeUp:
 		r = enter(r, StatusWaitingForUp, "restarting from outside", now)
 		r.ActionAt = now
-		return r
+		return r, ActionNone
+	}
+	if r.StopSentAt.Before(r.ActionAt) {
+		up := r
+		up.Status = StatusUp
+		if next, act := decideUp(up, in, now, p); act == ActionStop {
+			r.ActionAt = next.ActionAt
+			return r, ActionStop
+		} else if next.Status != StatusUp {
+			return next, ActionNone
+		}
+		return enter(r, StatusUp, "the stop was never sent, and the app is no longer idle", now), ActionNone
 	}
 	if now.Sub(r.ActionAt) >= p.FailTimeout {
-		return enter(r, StatusError, CauseStopTimeout, now)
+		return enter(r, StatusError, CauseStopTimeout, now), ActionNone
 	}
-	return r
+	return r, ActionNone
 }
 
 // decideDown follows the platform's word on a stopped app. Starting it on demand
@@ -338,6 +353,13 @@ func NeedsDeployment(rec Record, state paas.State, in Input, now time.Time, p Po
 		return state == paas.StateShouldBeUp && !in.Observation.NotShutdownable && Idle(rec, in, now, p)
 	case StatusWaitingForUp:
 		return true
+	case StatusWaitingForShutdown:
+		// A stop never sent is decided again as for an app that is up.
+		if state == paas.StateShouldBeUp && rec.StopSentAt.Before(rec.ActionAt) {
+			up := rec
+			up.Status = StatusUp
+			return NeedsDeployment(up, state, in, now, p)
+		}
 	}
 	return false
 }

@@ -17,7 +17,7 @@ import (
 var dtAllowed = map[Status][]Status{
 	StatusWaitingForInit:     {StatusUp, StatusDown, StatusWaitingForUp, StatusError},
 	StatusUp:                 {StatusUp, StatusDown, StatusWaitingForUp, StatusWaitingForShutdown, StatusError},
-	StatusWaitingForShutdown: {StatusWaitingForShutdown, StatusDown, StatusWaitingForUp, StatusError},
+	StatusWaitingForShutdown: {StatusWaitingForShutdown, StatusUp, StatusDown, StatusWaitingForUp, StatusError},
 	StatusDown:               {StatusDown, StatusUp, StatusWaitingForUp, StatusError},
 	StatusWaitingForUp:       {StatusWaitingForUp, StatusUp, StatusDown, StatusError},
 	StatusError:              {StatusError},
@@ -42,22 +42,27 @@ func dtGrid(f func(rec Record, in Input, p Policy, depIndex int)) {
 	for _, s := range Statuses {
 		for _, st := range dtStates {
 			for _, since := range []time.Duration{5 * time.Second, 90 * time.Second, 11 * time.Minute} {
-				rec := dtRecord(s)
-				rec.ActionAt, rec.StartSentAt = dtAgo(since), dtAgo(since)
-				for di, dep := range dtDeployments(rec.ActionAt) {
-					for b := range 32 {
-						in := dtIn(st, dep)
-						in.Busy = b&1 != 0
-						in.WakeAsked = b&2 != 0
-						if b&4 != 0 { // not idle: a recent request
-							in.LastAccess = dtAgo(time.Minute)
+				for _, stopSent := range []bool{true, false} {
+					rec := dtRecord(s)
+					rec.ActionAt, rec.StartSentAt = dtAgo(since), dtAgo(since)
+					if stopSent {
+						rec.StopSentAt = rec.ActionAt
+					}
+					for di, dep := range dtDeployments(rec.ActionAt) {
+						for b := range 32 {
+							in := dtIn(st, dep)
+							in.Busy = b&1 != 0
+							in.WakeAsked = b&2 != 0
+							if b&4 != 0 { // not idle: a recent request
+								in.LastAccess = dtAgo(time.Minute)
+							}
+							in.Observation.NotShutdownable = b&8 != 0
+							p := dtPolicy
+							if b&16 != 0 {
+								p = dtKeepUp
+							}
+							f(rec, in, p, di)
 						}
-						in.Observation.NotShutdownable = b&8 != 0
-						p := dtPolicy
-						if b&16 != 0 {
-							p = dtKeepUp
-						}
-						f(rec, in, p, di)
 					}
 				}
 			}
@@ -206,7 +211,8 @@ func dtCheck(rec Record, in Input, p Policy, now time.Time, out Record, act Acti
 			fail("start with ActionAt %v, want now", out.ActionAt)
 		}
 	case ActionStop:
-		if rec.Status != StatusUp || out.Status != StatusWaitingForShutdown || state != paas.StateShouldBeUp {
+		unsent := rec.Status == StatusWaitingForShutdown && rec.StopSentAt.Before(rec.ActionAt)
+		if (rec.Status != StatusUp && !unsent) || out.Status != StatusWaitingForShutdown || state != paas.StateShouldBeUp {
 			fail("stop from %s to %s with the platform at %s", rec.Status, out.Status, state)
 		}
 		if in.Busy || p.KeepUp(now) || in.Observation.NotShutdownable {

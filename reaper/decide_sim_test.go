@@ -286,6 +286,7 @@ func dtSimulate(seed uint64, steps int, stats dtStats) string {
 			pl.start(now)
 		case ActionStop:
 			pl.stop(now)
+			out.StopSentAt = now // the job records that the platform took it
 		}
 		rec = out
 		switch rec.Status {

@@ -285,7 +285,28 @@ func TestDecide_Up(t *testing.T) {
 
 func TestDecide_WaitingForShutdown(t *testing.T) {
 	rec := dtRecord(StatusWaitingForShutdown) // stop sent 2 min ago
+	rec.StopSentAt = rec.ActionAt
+	unsent := dtWith(rec, func(r *Record) { r.StopSentAt = time.Time{} })
 	dtRun(t, []dtCase{
+		{name: "SHOULD_BE_UP, stop never sent, still idle: stop again", rec: unsent, in: dtIn(dtSBU, nil),
+			act: ActionStop, want: func(r *Record) { r.ActionAt = dtNow }},
+		{name: "SHOULD_BE_UP, stop never sent, a request since: back to Up", rec: unsent,
+			in: dtInWith(dtSBU, nil, func(in *Input) { in.Busy = true }),
+			want: func(r *Record) {
+				dtMove(r, StatusUp, "the stop was never sent, and the app is no longer idle")
+				r.LastUpAt = dtNow
+			}},
+		{name: "SHOULD_BE_UP, stop never sent, wake asked: back to Up", rec: unsent,
+			in: dtInWith(dtSBU, nil, func(in *Input) { in.WakeAsked = true; in.LastAccess = dtNow }),
+			want: func(r *Record) {
+				dtMove(r, StatusUp, "the stop was never sent, and the app is no longer idle")
+				r.LastUpAt = dtNow
+			}},
+		{name: "SHOULD_BE_UP, stop never sent, the last deployment failed: Error", rec: unsent,
+			in: dtIn(dtSBU, dtDep(dtFail, dtAgo(3*time.Hour))),
+			want: func(r *Record) {
+				dtMove(r, StatusError, "the last deployment failed: it cannot be put to sleep safely")
+			}},
 		{name: "SHOULD_BE_DOWN is Down", rec: rec, in: dtIn(dtSBD, nil),
 			want: func(r *Record) { dtMove(r, StatusDown, "stopped"); r.LastDownAt = dtNow }},
 		{name: "SHOULD_BE_DOWN past the fail timeout is still Down",

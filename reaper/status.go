@@ -88,7 +88,11 @@ type Record struct {
 	StartSentAt time.Time `json:"start_sent_at"`
 	// RetryStart is set when the last start call failed for a passing reason (rate
 	// limit, busy app, platform error): the next look sends it again at once.
-	RetryStart  bool      `json:"retry_start,omitempty"`
+	RetryStart bool `json:"retry_start,omitempty"`
+	// StopSentAt is when the platform last accepted our stop. A WaitingForShutdown
+	// whose stop was never sent (the step was cut short: leadership lost, the node
+	// stopped) is decided again instead of waiting for a stop that cannot show.
+	StopSentAt  time.Time `json:"stop_sent_at"`
 	LastCheckAt time.Time `json:"last_check_at"`
 
 	// Term is the Raft term of the leader that wrote the record (0 on a single

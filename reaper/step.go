@@ -105,6 +105,7 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 func (j *Job) keepLock(ctx context.Context, lock Lock, id string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	extended := time.Now()
 	go func() {
 		t := time.NewTicker(j.opts.LockTTL / 3)
 		defer t.Stop()
@@ -115,10 +116,17 @@ func (j *Job) keepLock(ctx context.Context, lock Lock, id string) (context.Conte
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := lock.Extend(ctx, j.opts.LockTTL); err != nil {
+				err := lock.Extend(ctx, j.opts.LockTTL)
+				switch {
+				case err == nil:
+					extended = time.Now()
+				case errors.Is(err, ErrLockLost) || time.Since(extended) >= j.opts.LockTTL:
 					j.log.Warn("an app's lock was lost during its step; abandoning the step", "app", id, "err", err)
 					cancel()
 					return
+				default:
+					// A passing store error: the lock still has time; try again at
+					// the next tick rather than abandon a step half done.
 				}
 			}
 		}
@@ -215,6 +223,9 @@ func (j *Job) stop(ctx context.Context, t target, prev, next Record, in Input, s
 		j.write(ctx, next, back)
 		return
 	}
+	if !j.verify(ctx) {
+		return // the next leader sees a stop never sent, and decides again
+	}
 	if err := j.opts.PaaS.Stop(ctx, t.app); err != nil {
 		now := j.opts.Now()
 		if errors.Is(err, paas.ErrNotShutdownable) {
@@ -233,6 +244,9 @@ func (j *Job) stop(ctx context.Context, t target, prev, next Record, in Input, s
 		j.write(ctx, next, toError(next, "the stop failed: "+err.Error(), now))
 		return
 	}
+	sent := next
+	sent.StopSentAt = j.opts.Now()
+	j.write(ctx, next, sent)
 	j.log.Info("app put to sleep", "app", t.app.ID, "cause", next.Cause)
 }
 
