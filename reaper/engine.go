@@ -95,8 +95,13 @@ type app struct {
 
 	// guarded by Engine.mu
 	owner  string
-	routes map[string]*Config
-	names  map[string]string
+	claims map[*Config]claim // one per reaper plugin instance that manages the app
+}
+
+// claim is a route's hold on an app: while a reload builds new routes, the old
+// and the new instance of a route both hold one.
+type claim struct {
+	routeID, routeName string
 }
 
 // NewEngine returns an engine with no app; routes register theirs as the reaper
@@ -143,7 +148,7 @@ func (e *Engine) Register(routeID, routeName string, cfg *Config) {
 	defer e.mu.Unlock()
 	a := e.apps[cfg.AppID]
 	if a == nil {
-		a = &app{id: cfg.AppID, notify: make(chan struct{}), routes: map[string]*Config{}, names: map[string]string{}}
+		a = &app{id: cfg.AppID, notify: make(chan struct{}), claims: map[*Config]claim{}}
 		e.apps[cfg.AppID] = a
 		select {
 		case e.refresh <- cfg.AppID: // learn its record soon
@@ -153,18 +158,17 @@ func (e *Engine) Register(routeID, routeName string, cfg *Config) {
 	if cfg.OwnerID != "" {
 		a.owner = cfg.OwnerID
 	}
-	a.routes[routeID] = cfg
-	a.names[routeID] = routeName
+	a.claims[cfg] = claim{routeID: routeID, routeName: routeName}
 }
 
-// Unregister removes the route's claim on appID. The app's counters are kept (a
-// reload must not forget traffic), only the route's policy goes.
+// Unregister removes the claim of the plugin instance whose config is cfg (the
+// same route may hold another claim through a newer instance). The app's counters
+// are kept (a reload must not forget traffic), only that claim's policy goes.
 func (e *Engine) Unregister(routeID, appID string, cfg *Config) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if a := e.apps[appID]; a != nil && a.routes[routeID] == cfg {
-		delete(a.routes, routeID)
-		delete(a.names, routeID)
+	if a := e.apps[appID]; a != nil {
+		delete(a.claims, cfg)
 	}
 }
 
@@ -174,16 +178,20 @@ func (e *Engine) Managed() []ManagedApp {
 	defer e.mu.RUnlock()
 	out := make([]ManagedApp, 0, len(e.apps))
 	for _, a := range e.apps {
-		if len(a.routes) == 0 {
+		if len(a.claims) == 0 {
 			continue
 		}
 		m := ManagedApp{App: paas.App{ID: a.id, Owner: a.owner}}
-		for id, cfg := range a.routes {
-			m.Routes = append(m.Routes, id)
+		names := map[string]string{}
+		for cfg, c := range a.claims {
+			if _, dup := names[c.routeID]; !dup {
+				m.Routes = append(m.Routes, c.routeID)
+			}
+			names[c.routeID] = c.routeName
 			m.Policy = mergePolicy(m.Policy, cfg.policy())
 		}
 		sort.Strings(m.Routes)
-		m.Name = a.names[m.Routes[0]]
+		m.Name = names[m.Routes[0]]
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].App.ID < out[j].App.ID })
