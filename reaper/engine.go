@@ -62,6 +62,7 @@ type Engine struct {
 	refresh  chan string // app ids whose record should be re-read
 	flushNow chan struct{}
 	storeErr throttle
+	flushErr throttle
 	askErr   throttle
 	stopping chan struct{} // closed by Shutdown
 	stopOnce sync.Once

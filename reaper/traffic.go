@@ -47,31 +47,40 @@ func (e *Engine) LocalTraffic(appID string) (lastAccess time.Time, busy int64) {
 // Flush writes access times that moved since the last flush and this node's
 // in-flight counts to the store. The counts expire three flush intervals later, so
 // a node that dies stops keeping its apps awake.
+//
+// An app with requests or connections open right now is also reported as used
+// now: should this node then lose the store for longer than the counts live, the
+// app still has a full grace period from its last report, so it is never stopped
+// under an open connection.
 func (e *Engine) Flush(ctx context.Context) {
+	now := time.Now()
 	e.mu.RLock()
 	access := map[string]time.Time{}
 	counts := map[string]int{}
 	marks := map[*app]int64{}
 	for id, a := range e.apps {
-		if la := a.lastAccess.Load(); la > a.flushed.Load() {
-			access[id] = time.Unix(0, la)
-			marks[a] = la
-		}
 		if n := a.inFlight.Load() + a.held.Load(); n > 0 {
 			counts[id] = int(n)
+			access[id] = now
+		}
+		if la := a.lastAccess.Load(); la > a.flushed.Load() {
+			marks[a] = la
+			if t := time.Unix(0, la); t.After(access[id]) {
+				access[id] = t
+			}
 		}
 	}
 	e.mu.RUnlock()
 	if len(access) > 0 {
 		if err := e.store.TouchAccess(ctx, access); err != nil {
-			e.storeErr.log(e.log, "writing access times to the store failed; they stay in memory and go with the next flush", err)
-			return
-		}
-		for a, la := range marks {
-			a.flushed.Store(la)
+			e.flushErr.log(e.log, "writing access times to the store failed; they stay in memory and go with the next flush", err)
+		} else {
+			for a, la := range marks {
+				a.flushed.Store(la)
+			}
 		}
 	}
 	if err := e.store.SetInFlight(ctx, e.opts.Node, counts, 3*e.opts.FlushInterval); err != nil {
-		e.storeErr.log(e.log, "writing in-flight counts to the store failed", err)
+		e.flushErr.log(e.log, "writing in-flight counts to the store failed", err)
 	}
 }
