@@ -92,6 +92,7 @@ type app struct {
 	inFlight   atomic.Int64 // requests and connections passing through
 	held       atomic.Int64 // requests waiting for the app
 	lastAsk    atomic.Int64 // unix nanoseconds of the last wake ask
+	lastLook   atomic.Int64 // unix nanoseconds of the last look asked without a wake
 	waiting    atomic.Bool  // the waiter loop runs
 
 	// guarded by Engine.mu

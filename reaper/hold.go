@@ -23,6 +23,32 @@ func (e *Engine) askWake(a *app, now time.Time) {
 	go e.sendAsk(a, now)
 }
 
+// askSoon asks for a wake past the usual coalescing, but at most once a second:
+// a refused connection or a platform's "no instance" answer is a sign that the
+// app is down, and a burst of them must still make few asks.
+func (e *Engine) askSoon(a *app, now time.Time) {
+	if last := a.lastAsk.Load(); now.UnixNano()-last >= int64(time.Second) {
+		a.lastAsk.CompareAndSwap(last, 0)
+	}
+	e.askWake(a, now)
+}
+
+// lookSoon asks the job to observe the app, without a wake ask, at most once a
+// second: for requests that must never wake an app (monitors).
+func (e *Engine) lookSoon(a *app, now time.Time) {
+	last := a.lastLook.Load()
+	if now.UnixNano()-last < int64(time.Second) || !a.lastLook.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	if box := e.asker.Load(); box != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = box.Ask(ctx, a.id)
+		}()
+	}
+}
+
 // sendAsk stores the ask, then passes it to the Asker. An ask the store did not
 // keep does not count as made (the job cannot act on it while the store is down):
 // the next request asks again at once.

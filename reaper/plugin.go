@@ -193,27 +193,39 @@ func (p *Plugin) TransformRequest(_ *plugin.Exchange, out *http.Request) error {
 // TransformResponse keeps the platform's own "no instance" answer (Clever Cloud's
 // 404 with X-CleverCloudUpgrade: true) from ever reaching a client as the app's
 // answer: the app is not ready yet. The client gets what a sleeping app's clients
-// get — the waiting page for a browser, a 503 with Retry-After otherwise — and the
-// job is asked to look at the app at once (it may have been stopped from outside).
+// get — the waiting page for a browser, a poll's or a monitor's answer, a 503 with
+// Retry-After otherwise — and the job is asked to look at the app at once (it may
+// have been stopped from outside).
 func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) error {
 	nr := p.engine.opts.NotReadyYet
 	if nr == nil || !nr(resp) {
 		return nil
 	}
 	a := p.app
-	a.lastAsk.Store(0)
-	p.engine.askWake(a, time.Now())
+	r := ex.Request
+	monitoring := p.isMonitoring(r)
+	now := time.Now()
+	if monitoring {
+		p.engine.lookSoon(a, now) // a monitor never wakes an app
+	} else {
+		p.engine.askSoon(a, now)
+	}
 	st := a.status()
 	if st == StatusUp {
 		st = StatusWaitingForUp // what it really is until the platform routes to it
 	}
 	var ans *plugin.Answer
-	if p.AllowWaitingPage && isBrowser(ex.Request) {
+	switch {
+	case strings.EqualFold(r.Header.Get(HeaderReaper), "poll"):
+		ans = p.pollAnswer(ex, st)
+	case monitoring:
+		ans = p.monitoringAnswer(ex, st)
+	case p.AllowWaitingPage && isBrowser(r):
 		var err error
 		if ans, err = p.waitingPage(ex, st); err != nil {
 			return err
 		}
-	} else {
+	default:
 		ans = p.unavailableAnswer(ex, st)
 		ans.Header.Set("Retry-After", "5")
 	}
@@ -229,15 +241,32 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 
 // HandleDialFailure is called when the app's backend refused the connection: the
 // app may have crashed or been stopped by hand since it was last observed. The job
-// is asked to look at it now; if it is indeed down, the request is handled as for a
-// sleeping app (woken, then sent again once up, its body intact since the backend
-// never saw it). If the app is still up (overloaded, refusing connections), the
-// usual 502 is given at once: holding requests for an app that is up would let
-// anyone pile them up.
+// is asked to look at it now; if it is indeed down, the request is handled as for
+// a sleeping app (woken, then sent again once up, its body intact since the backend
+// never saw it), a poll gets its status answer and a monitor its 200 — neither
+// wakes anything beyond what the protocol says. If the app is still up
+// (overloaded, refusing connections), the usual 502 is given at once: holding
+// requests for an app that is up would let anyone pile them up. Requests waiting
+// for the job's verdict count against max_held.
 func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (bool, *plugin.Answer) {
 	a := p.app
-	if !p.engine.recheck(ex.Context(), a) {
+	r := ex.Request
+	monitoring := p.isMonitoring(r)
+	if a.held.Add(1) > int64(p.MaxHeld) {
+		a.held.Add(-1)
+		return false, p.tooManyAnswer(ex, a.status())
+	}
+	asleep := p.engine.recheck(ex.Context(), a, !monitoring)
+	a.held.Add(-1)
+	if !asleep {
 		return false, nil
+	}
+	switch {
+	case strings.EqualFold(r.Header.Get(HeaderReaper), "poll"):
+		p.engine.askWake(a, time.Now()) // as a poll on a sleeping app does
+		return false, p.pollAnswer(ex, a.status())
+	case monitoring:
+		return false, p.monitoringAnswer(ex, a.status())
 	}
 	answer, err := p.asleep(ex, false)
 	if err != nil || answer != nil {
@@ -246,17 +275,18 @@ func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (bool, *plugin.
 	return true, nil
 }
 
-// recheck asks the job to observe the app now and waits, briefly, for its record to
-// say it sleeps. It returns whether it does.
-func (e *Engine) recheck(ctx context.Context, a *app) bool {
+// recheck asks the job to observe the app now (with a wake ask when wake is set)
+// and waits, briefly, for its record to say it sleeps. It returns whether it does.
+func (e *Engine) recheck(ctx context.Context, a *app, wake bool) bool {
 	if a.status().Asleep() {
 		return true
 	}
 	ch := a.changed()
-	// A refused connection is a request that found the app asleep: it asks a wake,
-	// past the usual coalescing.
-	a.lastAsk.Store(0)
-	e.askWake(a, time.Now())
+	if wake {
+		e.askSoon(a, time.Now())
+	} else {
+		e.lookSoon(a, time.Now())
+	}
 	t := time.NewTimer(recheckWait)
 	defer t.Stop()
 	for {
