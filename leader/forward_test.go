@@ -1,7 +1,9 @@
 package leader
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +15,7 @@ func TestSignature(t *testing.T) {
 	secret := []byte("0123456789abcdef-secret")
 	now := time.Unix(1_800_000_000, 0)
 	req := httptest.NewRequest("POST", "/internal/asks/app", nil)
-	Sign(req, secret, now)
+	Sign(req, nil, secret, now)
 	if strings.Contains(req.Header.Get(HeaderSignature), string(secret)) {
 		t.Fatal("the secret travels in the header")
 	}
@@ -53,6 +55,27 @@ func TestSignature(t *testing.T) {
 	}
 	if Verify(req, []byte("another secret, same length!!"), now) {
 		t.Error("a signature made with another secret is accepted")
+	}
+
+	// The body and the query are signed: a signature cannot carry another member.
+	body := []byte(`{"id":"n4","raft_addr":"10.0.0.4:7000","api_addr":"10.0.0.4:9090"}`)
+	signed := httptest.NewRequest("POST", "/internal/members?x=1", bytes.NewReader(body))
+	Sign(signed, body, secret, now)
+	forged := httptest.NewRequest("POST", "/internal/members?x=1", strings.NewReader(`{"id":"evil","raft_addr":"6.6.6.6:7000","api_addr":"6.6.6.6:9090"}`))
+	forged.Header = signed.Header
+	if Verify(forged, secret, now) {
+		t.Error("a signature was accepted for another body")
+	}
+	requery := httptest.NewRequest("POST", "/internal/members?x=2", bytes.NewReader(body))
+	requery.Header = signed.Header
+	if Verify(requery, secret, now) {
+		t.Error("a signature was accepted for another query")
+	}
+	if !Verify(signed, secret, now) {
+		t.Fatal("the signed call is refused")
+	}
+	if got, _ := io.ReadAll(signed.Body); !bytes.Equal(got, body) {
+		t.Errorf("the body read back after Verify = %q", got)
 	}
 }
 
