@@ -93,6 +93,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	st.rec.w, st.rec.st = w, st
 	st.body.rc, st.body.st = req.Body, st
 	req.Body = &st.body
+	st.ex.body = &st.body
 	defer g.end(st)
 
 	peer := peerAddr(req.RemoteAddr)

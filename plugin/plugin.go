@@ -11,8 +11,11 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -32,7 +35,8 @@ type PreRouter interface {
 
 // AccessValidator decides whether the request may reach the backend. It may block
 // until ex.Context() ends (the reaper plugin holds requests here while an app
-// wakes), but it must not read the request body. A nil Answer lets the request go
+// wakes), but it must not read the request body itself (Exchange.BufferBody reads
+// a small one in a way the proxy can still send). A nil Answer lets the request go
 // on; a non-nil Answer is written to the client and ends the chain: a denial is an
 // Answer, not an error. An error means a technical failure: the gateway answers 500
 // and logs it.
@@ -120,6 +124,7 @@ type Exchange struct {
 
 	values map[any]any
 	done   []func()
+	body   *reqBody // the request body as the gateway wraps it; nil outside the gateway
 }
 
 // Context is the request's context: it ends when the client goes away or the
@@ -142,6 +147,42 @@ func (ex *Exchange) SetValue(key, value any) {
 
 // Value returns a value stored with SetValue, or nil.
 func (ex *Exchange) Value(key any) any { return ex.values[key] }
+
+// BufferBody reads the request body into memory if it holds at most limit bytes,
+// so that the request can be held without its body: the HTTP/1 server watches a
+// connection for the client going away only once the request body is read, and a
+// request held with its body unread would reach the app after its client gave up
+// (a POST executed twice when the client retries). The body is delivered intact
+// either way, and a request whose body could not be read entirely (larger than
+// limit, or no body at all) reports false and streams what is left when it is
+// forwarded. An error means the client failed while sending its body.
+func (ex *Exchange) BufferBody(limit int64) (bool, error) {
+	b := ex.body
+	r := ex.Request
+	if b == nil || b.rc == nil || b.rc == http.NoBody || r.ContentLength == 0 || r.ContentLength > limit {
+		return false, nil
+	}
+	if b.n.Load() > 0 {
+		return false, errors.New("plugin: the request body was already read")
+	}
+	data, err := io.ReadAll(io.LimitReader(b.rc, limit+1))
+	if err != nil {
+		return false, err
+	}
+	orig := b.rc
+	if int64(len(data)) > limit { // a chunked body longer than limit: keep its head
+		b.rc = bodyCloser{Reader: io.MultiReader(bytes.NewReader(data), orig), Closer: orig}
+		return false, nil
+	}
+	b.rc = bodyCloser{Reader: bytes.NewReader(data), Closer: orig}
+	return true, nil
+}
+
+// bodyCloser is a replaced body that still closes the client's.
+type bodyCloser struct {
+	io.Reader
+	io.Closer
+}
 
 // Finish runs the OnDone functions; the gateway calls it once per exchange.
 func (ex *Exchange) Finish() {

@@ -65,7 +65,9 @@ type Engine struct {
 	flushErr throttle
 	askErr   throttle
 	stopping chan struct{} // closed by Shutdown
-	stopOnce sync.Once
+	// heldBodies is how many bytes of held requests' bodies are in memory.
+	heldBodies atomic.Int64
+	stopOnce   sync.Once
 }
 
 type askerBox struct{ Asker }

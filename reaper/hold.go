@@ -70,6 +70,24 @@ func (e *Engine) sendAsk(a *app, at time.Time) {
 	}
 }
 
+// Bodies of held requests read into memory: at most heldBodyLimit each, and
+// heldBodyBudget for the whole node.
+const (
+	heldBodyLimit  = 64 << 10
+	heldBodyBudget = 64 << 20
+)
+
+// reserveBody takes n bytes of the node's budget for held bodies, if it has them.
+func (e *Engine) reserveBody(n int64) bool {
+	if e.heldBodies.Add(n) > heldBodyBudget {
+		e.heldBodies.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (e *Engine) releaseBody(n int64) { e.heldBodies.Add(-n) }
+
 // holdResult is how a hold ended.
 type holdResult int
 

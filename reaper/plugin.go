@@ -156,6 +156,23 @@ func (p *Plugin) asleep(ex *plugin.Exchange, monitoring bool) (*plugin.Answer, e
 }
 
 func (p *Plugin) holdThenAdmit(ex *plugin.Exchange, arrived time.Time) (*plugin.Answer, error) {
+	// A small body is read now, into memory, so that a client that gives up while
+	// its request is held is noticed at once (net/http watches a connection only
+	// once its body is read) and its request never reaches the app: a POST held
+	// with its body unread would be executed even though its client had retried.
+	// Larger bodies, and any body past the node's budget, stay unread until sent.
+	if r := ex.Request; r.ContentLength != 0 {
+		want := int64(heldBodyLimit)
+		if r.ContentLength > 0 {
+			want = min(want, r.ContentLength)
+		}
+		if p.engine.reserveBody(want) {
+			ex.OnDone(func() { p.engine.releaseBody(want) })
+			if _, err := ex.BufferBody(heldBodyLimit); err != nil {
+				return &plugin.Answer{Status: StatusClientClosed}, nil
+			}
+		}
+	}
 	deadline := arrived.Add(p.FailTimeout.D())
 	for {
 		res := p.engine.hold(ex.Context(), p.app, p.MaxHeld, p.readyDelay, deadline)
