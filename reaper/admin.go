@@ -240,6 +240,7 @@ func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	next := Reset(rec, now)
+	next.Revision = rec.Revision + 1
 	if err := a.Store.PutRecord(ctx, next); err != nil {
 		writeErr(w, http.StatusServiceUnavailable, "the record cannot be written: "+err.Error())
 		return

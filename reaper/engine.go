@@ -95,6 +95,7 @@ type app struct {
 	held       atomic.Int64 // requests waiting for the app
 	lastAsk    atomic.Int64 // unix nanoseconds of the last wake ask
 	lastLook   atomic.Int64 // unix nanoseconds of the last look asked without a wake
+	upSeen     atomic.Int64 // unix nanoseconds, this node's clock, when it saw the app come up
 	waiting    atomic.Bool  // the waiter loop runs
 
 	// guarded by Engine.mu
@@ -244,7 +245,7 @@ func (a *app) changed() <-chan struct{} {
 
 // Apply installs a record read from the store (or just written by the job) as the
 // node's view, and releases whoever waits on the app if it changed. Records of an
-// older term or an older update than the current view are ignored.
+// older term or revision than the current view are ignored.
 func (e *Engine) Apply(rec Record) {
 	a := e.app(rec.AppID)
 	if a == nil {
@@ -252,11 +253,21 @@ func (e *Engine) Apply(rec Record) {
 	}
 	for {
 		cur := a.rec.Load()
-		if cur != nil && (rec.Term < cur.Term || (rec.Term == cur.Term && rec.LastCheckAt.Before(cur.LastCheckAt))) {
+		if cur != nil && (rec.Term < cur.Term || (rec.Term == cur.Term && rec.Revision < cur.Revision)) {
 			return
 		}
 		if cur != nil && *cur == rec {
 			return
+		}
+		if rec.Status == StatusUp && (cur == nil || cur.Status != StatusUp) {
+			// The ready delay counts from when this node saw the app come up, on
+			// its own clock (another node's clock may be off); set before the
+			// record, so that a waiter that sees Up sees this too.
+			seen := time.Now()
+			if cur == nil {
+				seen = rec.LastUpAt // known already up when this node started
+			}
+			a.upSeen.Store(seen.UnixNano())
 		}
 		if a.rec.CompareAndSwap(cur, &rec) {
 			if cur == nil || cur.Status != rec.Status {

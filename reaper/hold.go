@@ -131,7 +131,7 @@ func (e *Engine) hold(ctx context.Context, a *app, maxHeld int, readyDelay time.
 		switch {
 		case rec == nil:
 		case rec.Status == StatusUp:
-			wait := time.Until(rec.LastUpAt.Add(readyDelay))
+			wait := time.Until(time.Unix(0, a.upSeen.Load()).Add(readyDelay))
 			if wait <= 0 {
 				return holdReleased
 			}

@@ -238,6 +238,11 @@ func (j *Job) targets(ctx context.Context, full bool, ids map[string]bool) []tar
 		asks, _ = j.opts.Store.WakeAsks(ctx)
 	}
 	var out []target
+	j.mu.Lock()
+	for _, m := range managed {
+		delete(j.unmanagedSince, m.App.ID) // managed again: a later unmanaged spell starts afresh
+	}
+	j.mu.Unlock()
 	for _, m := range managed {
 		known[m.App.ID] = true
 		if ids != nil && !ids[m.App.ID] {

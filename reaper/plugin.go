@@ -105,14 +105,18 @@ func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 		if st.Asleep() || st == StatusError {
 			return p.pollAnswer(ex, st), nil
 		}
-		return nil, nil // the poll goes to the app, and is not traffic
+		if p.admitQuiet(ex) {
+			return nil, nil // the poll goes to the app, and is not traffic
+		}
+		return p.pollAnswer(ex, a.status()), nil
 	}
 	monitoring := p.isMonitoring(r)
 	if !a.status().Asleep() {
 		if monitoring {
-			return nil, nil
-		}
-		if p.admit(ex) {
+			if p.admitQuiet(ex) {
+				return nil, nil // to the app, not traffic
+			}
+		} else if p.admit(ex) {
 			return nil, nil
 		}
 	}
@@ -131,6 +135,20 @@ func (p *Plugin) admit(ex *plugin.Exchange) bool {
 		return false
 	}
 	ex.OnDone(end)
+	return true
+}
+
+// admitQuiet lets a request that is not traffic (a poll, a monitor) through: it
+// keeps the app from being stopped under it while it runs, but does not move the
+// idle clock.
+func (p *Plugin) admitQuiet(ex *plugin.Exchange) bool {
+	a := p.app
+	a.inFlight.Add(1)
+	if a.status().Asleep() {
+		a.inFlight.Add(-1)
+		return false
+	}
+	ex.OnDone(func() { a.inFlight.Add(-1) })
 	return true
 }
 

@@ -98,6 +98,10 @@ type Record struct {
 	// Term is the Raft term of the leader that wrote the record (0 on a single
 	// node). A store refuses to replace a record with one of an older term.
 	Term uint64 `json:"term"`
+	// Revision counts the record's writes; with Term it orders the records a node
+	// sees (a notification and a poll may arrive out of order), whatever the
+	// clocks of the nodes say.
+	Revision uint64 `json:"revision"`
 }
 
 // Transition is one change of status, kept in the app's history.

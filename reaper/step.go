@@ -88,7 +88,7 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	case ActionStart:
 		j.start(ctx, t, rec, next, now)
 	default:
-		j.write(ctx, rec, next)
+		j.write(ctx, rec, &next)
 	}
 	if _, asked := pd.asks[id]; asked && act != ActionStart {
 		if st := next.Status; st == StatusUp || st == StatusError {
@@ -181,7 +181,7 @@ func (j *Job) observeFailed(ctx context.Context, term uint64, rec Record, err er
 	}
 	next := toError(rec, "the platform does not know this app (deleted, or not visible to reaper's credential)", now)
 	next.Term = term
-	j.write(ctx, rec, next)
+	j.write(ctx, rec, &next)
 }
 
 func toError(rec Record, cause string, now time.Time) Record {
@@ -203,10 +203,10 @@ func (j *Job) stop(ctx context.Context, t target, prev, next Record, in Input, s
 		}
 		keep := prev
 		keep.LastCheckAt, keep.PlatformState, keep.Term = next.LastCheckAt, next.PlatformState, next.Term
-		j.write(ctx, prev, keep)
+		j.write(ctx, prev, &keep)
 		return
 	}
-	if !j.verify(ctx) || !j.write(ctx, prev, next) {
+	if !j.verify(ctx) || !j.write(ctx, prev, &next) {
 		return
 	}
 	if j.opts.SettleDelay > 0 {
@@ -220,7 +220,7 @@ func (j *Job) stop(ctx context.Context, t target, prev, next Record, in Input, s
 		back := next
 		back.Status, back.Cause, back.ActionAt = StatusUp, cause, prev.ActionAt
 		back.LastStatusUpdate = j.opts.Now()
-		j.write(ctx, next, back)
+		j.write(ctx, next, &back)
 		return
 	}
 	if !j.verify(ctx) {
@@ -231,22 +231,23 @@ func (j *Job) stop(ctx context.Context, t target, prev, next Record, in Input, s
 		if errors.Is(err, paas.ErrNotShutdownable) {
 			back := next
 			back.Status, back.Cause, back.ActionAt, back.LastStatusUpdate = StatusUp, CauseNotShutdownable, prev.ActionAt, now
-			j.write(ctx, next, back)
+			j.write(ctx, next, &back)
 			return
 		}
 		if paas.Retryable(err) {
 			j.log.Warn("stopping an app failed; it stays up and is looked at again", "app", t.app.ID, "err", err)
 			back := next
 			back.Status, back.Cause, back.ActionAt, back.LastStatusUpdate = StatusUp, "the stop failed: "+err.Error(), prev.ActionAt, now
-			j.write(ctx, next, back)
+			j.write(ctx, next, &back)
 			return
 		}
-		j.write(ctx, next, toError(next, "the stop failed: "+err.Error(), now))
+		failed := toError(next, "the stop failed: "+err.Error(), now)
+		j.write(ctx, next, &failed)
 		return
 	}
 	sent := next
 	sent.StopSentAt = j.opts.Now()
-	j.write(ctx, next, sent)
+	j.write(ctx, next, &sent)
 	j.log.Info("app put to sleep", "app", t.app.ID, "cause", next.Cause)
 }
 
@@ -288,7 +289,7 @@ func (j *Job) start(ctx context.Context, t target, prev, next Record, now time.T
 		_ = j.Ask(ctx, t.app.ID)
 		return
 	}
-	if !j.verify(ctx) || !j.write(ctx, prev, next) {
+	if !j.verify(ctx) || !j.write(ctx, prev, &next) {
 		return
 	}
 	err = j.opts.PaaS.Start(ctx, t.app)
@@ -297,16 +298,18 @@ func (j *Job) start(ctx context.Context, t target, prev, next Record, now time.T
 		j.log.Info("app woken", "app", t.app.ID, "cause", next.Cause)
 		j.clearAsk(ctx, t.app.ID, now)
 	case errors.Is(err, paas.ErrNeverDeployed):
-		j.write(ctx, next, toError(next, "the app was never deployed: it cannot be started", j.opts.Now()))
+		failed := toError(next, "the app was never deployed: it cannot be started", j.opts.Now())
+		j.write(ctx, next, &failed)
 		j.clearAsk(ctx, t.app.ID, now)
 	case errors.Is(err, paas.ErrStartFailed), errors.Is(err, paas.ErrNotFound), errors.Is(err, paas.ErrAuth):
-		j.write(ctx, next, toError(next, "the start failed: "+err.Error(), j.opts.Now()))
+		failed := toError(next, "the start failed: "+err.Error(), j.opts.Now())
+		j.write(ctx, next, &failed)
 		j.clearAsk(ctx, t.app.ID, now)
 	default:
 		j.log.Warn("starting an app failed; trying again at the next tick", "app", t.app.ID, "err", err)
 		retry := next
 		retry.RetryStart = true // not accepted: Decide sends it again at the next look
-		j.write(ctx, next, retry)
+		j.write(ctx, next, &retry)
 	}
 }
 
@@ -323,8 +326,11 @@ func (j *Job) verify(ctx context.Context) bool {
 
 // write stores next (and a history entry when the status changed) and makes this
 // node see it at once. It reports whether the record was stored.
-func (j *Job) write(ctx context.Context, prev, next Record) bool {
-	if err := j.opts.Store.PutRecord(ctx, next); err != nil {
+func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
+	// Each write gets the next revision, by which nodes order the records they
+	// see whatever the clocks say.
+	next.Revision = prev.Revision + 1
+	if err := j.opts.Store.PutRecord(ctx, *next); err != nil {
 		if errors.Is(err, ErrStaleTerm) {
 			j.log.Warn("a newer leader owns this app's record; leaving it", "app", next.AppID)
 		} else {
@@ -333,7 +339,7 @@ func (j *Job) write(ctx context.Context, prev, next Record) bool {
 		return false
 	}
 	// This node acts on the record at once (before it says so in the log).
-	j.opts.Engine.Apply(next)
+	j.opts.Engine.Apply(*next)
 	if prev.Status != next.Status {
 		t := Transition{AppID: next.AppID, From: prev.Status, To: next.Status, Cause: next.Cause, At: next.LastStatusUpdate}
 		if err := j.opts.Store.AppendHistory(ctx, t); err != nil {

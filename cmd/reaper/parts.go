@@ -140,7 +140,13 @@ func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 	}
 	p.job = reaper.NewJob(jobOpts)
 	if cfg.Reaper.DryRun {
-		if err := p.store.PutSettings(ctx, reaper.Settings{DryRun: true}); err != nil {
+		// Keep whatever else an operator set (the kill switch).
+		s, err := p.store.Settings(ctx)
+		if err == nil && !s.DryRun {
+			s.DryRun = true
+			err = p.store.PutSettings(ctx, s)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 	}

@@ -172,6 +172,21 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*n
 		}
 	}
 
+	var tlsConfig *tls.Config
+	if t := cfg.Node.TLS; t != nil {
+		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			gwLn.Close()
+			if adminLn != nil {
+				adminLn.Close()
+			}
+			router.Close()
+			p.close()
+			return nil, fmt.Errorf("node.tls: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.bgCancel = cancel
 	p.run(bgCtx, &n.bg)
@@ -184,16 +199,9 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*n
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
 	scheme := "http"
-	if t := cfg.Node.TLS; t != nil {
+	if tlsConfig != nil {
 		scheme = "https"
-		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
-		if err != nil {
-			cancel()
-			gwLn.Close()
-			return nil, fmt.Errorf("node.tls: %w", err)
-		}
-		// ServeTLS turns HTTP/2 on for this config.
-		n.gwServer.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		n.gwServer.TLSConfig = tlsConfig // ServeTLS turns HTTP/2 on for it
 	}
 	n.serve(n.gwServer, gwLn, "gateway", scheme)
 	if adminLn != nil {
