@@ -4,7 +4,6 @@
 package config
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -159,7 +158,7 @@ func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 	return &cfg, nil
 }
 
-// TrustedProxies returns node.trusted_proxies parsed.
+// TrustedProxiesPrefixes returns node.trusted_proxies parsed.
 func (n *Node) TrustedProxiesPrefixes() []netip.Prefix { return n.trusted }
 
 // Validate checks the node section.
@@ -182,7 +181,7 @@ func (n *Node) Validate(path string, errs *conf.Errors) {
 	}
 	n.trusted = n.trusted[:0]
 	for i, s := range n.TrustedProxies {
-		p, err := ParsePrefix(s)
+		p, err := plugin.ParseAddrOrPrefix(s)
 		if err != nil {
 			errs.Add(conf.Index(conf.Key(path, "trusted_proxies"), i), "%s", err.Error())
 			continue
@@ -267,22 +266,6 @@ func checkAddr(s, path string, errs *conf.Errors) {
 	if strings.ContainsAny(host, " /") {
 		errs.Add(path, "%s has no valid host", strconv.Quote(s))
 	}
-}
-
-// ParsePrefix reads an IP address or a CIDR.
-func ParsePrefix(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("%s is not a CIDR such as 10.0.0.0/8", strconv.Quote(s))
-		}
-		return p.Masked(), nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("%s is not an IP address or a CIDR", strconv.Quote(s))
-	}
-	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
 }
 
 func statReason(err error) string {

@@ -91,8 +91,8 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`node.data_dir: is required`,
 			`node.max_header_bytes: must be at least 1024`,
 			`node.read_header_timeout: must be more than 0`,
-			`node.trusted_proxies[0]: "10.0.0.0/33" is not a CIDR such as 10.0.0.0/8`,
-			`node.trusted_proxies[1]: "banana" is not an IP address or a CIDR`,
+			`node.trusted_proxies[0]: "10.0.0.0/33" is not a valid CIDR prefix (such as 10.0.0.0/8 or fd00::/8)`,
+			`node.trusted_proxies[1]: "banana" is not a valid IP address or CIDR prefix`,
 		}},
 		{"tls", "node: {tls: {cert: /nonexistent/cert.pem}}", []string{
 			`node.tls.cert: "/nonexistent/cert.pem" cannot be read: no such file or directory`,

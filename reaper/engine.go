@@ -275,8 +275,6 @@ func (e *Engine) Apply(rec Record) {
 				// so that a request right after the app went back to sleep asks at
 				// once rather than waiting out the previous ask's interval.
 				a.lastAsk.Store(0)
-			}
-			if cur == nil || cur.Status != rec.Status || !cur.LastUpAt.Equal(rec.LastUpAt) {
 				a.notifyMu.Lock()
 				close(a.notify)
 				a.notify = make(chan struct{})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 
 	"github.com/reapergw/reaper/internal/conf"
@@ -49,10 +48,7 @@ func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handle
 }
 
 func writeJSONError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	writeJSON(w, code, map[string]string{"error": msg})
 }
 
 // adminAPI is the authenticated part of the admin listener.

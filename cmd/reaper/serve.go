@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -317,17 +318,12 @@ func (n *node) shutdown() {
 }
 
 // readiness is what /readyz reports.
-type readiness struct {
-	mu sync.Mutex
-	ok bool
-}
+type readiness struct{ ok atomic.Bool }
 
-func (r *readiness) set(ok bool) { r.mu.Lock(); r.ok = ok; r.mu.Unlock() }
+func (r *readiness) set(ok bool) { r.ok.Store(ok) }
 
 func (r *readiness) check() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.ok {
+	if !r.ok.Load() {
 		return errors.New("not serving (starting or shutting down)")
 	}
 	return nil

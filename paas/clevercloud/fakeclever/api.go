@@ -113,6 +113,19 @@ func (f *Fake) lookupLocked(r *http.Request) (*app, string) {
 	return a, ""
 }
 
+// lockApp takes f.mu and finds the app the request names. When there is none,
+// it answers 404, releases f.mu and reports false; otherwise the caller holds f.mu.
+func (f *Fake) lockApp(w http.ResponseWriter, r *http.Request) (*app, bool) {
+	f.mu.Lock()
+	a, msg := f.lookupLocked(r)
+	if a == nil {
+		f.mu.Unlock()
+		writeNotFound(w, msg)
+		return nil, false
+	}
+	return a, true
+}
+
 func writeNotFound(w http.ResponseWriter, msg string) {
 	writeV2Error(w, http.StatusNotFound, 4004, msg)
 }
@@ -204,11 +217,8 @@ func (f *Fake) listApps(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Fake) getApp(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	a, msg := f.lookupLocked(r)
-	if a == nil {
-		f.mu.Unlock()
-		writeNotFound(w, msg)
+	a, ok := f.lockApp(w, r)
+	if !ok {
 		return
 	}
 	j := f.appJSONLocked(a, f.opts.Now())
@@ -217,11 +227,8 @@ func (f *Fake) getApp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Fake) listInstances(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	a, msg := f.lookupLocked(r)
-	if a == nil {
-		f.mu.Unlock()
-		writeNotFound(w, msg)
+	a, ok := f.lockApp(w, r)
+	if !ok {
 		return
 	}
 	now := f.opts.Now()
@@ -239,11 +246,8 @@ func (f *Fake) listInstances(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Fake) startApp(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	a, msg := f.lookupLocked(r)
-	if a == nil {
-		f.mu.Unlock()
-		writeNotFound(w, msg)
+	a, ok := f.lockApp(w, r)
+	if !ok {
 		return
 	}
 	d, restart, err := a.start(f.opts.Now(), f.tm)
@@ -261,7 +265,7 @@ func (f *Fake) startApp(w http.ResponseWriter, r *http.Request) {
 		writeModelError(w, err)
 		return
 	}
-	msg = "The application has successfully been queued for deployment."
+	msg := "The application has successfully been queued for deployment."
 	if restart {
 		msg = "The application has successfully been queued for redeploy."
 	}
@@ -269,11 +273,8 @@ func (f *Fake) startApp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Fake) stopApp(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	a, msg := f.lookupLocked(r)
-	if a == nil {
-		f.mu.Unlock()
-		writeNotFound(w, msg)
+	a, ok := f.lockApp(w, r)
+	if !ok {
 		return
 	}
 	_, err := a.stop(f.opts.Now(), f.tm)
@@ -317,11 +318,8 @@ func (f *Fake) listDeployments(w http.ResponseWriter, r *http.Request) {
 		}
 		offset = n
 	}
-	f.mu.Lock()
-	a, msg := f.lookupLocked(r)
-	if a == nil {
-		f.mu.Unlock()
-		writeNotFound(w, msg)
+	a, ok := f.lockApp(w, r)
+	if !ok {
 		return
 	}
 	now := f.opts.Now()
