@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -31,6 +32,11 @@ type Gateway struct {
 	router  atomic.Pointer[Router]
 	log     *slog.Logger
 	trusted []netip.Prefix
+
+	parking  atomic.Pointer[connQueue] // nil until EnableParking
+	parkMu   sync.Mutex
+	parkN    int           // requests parked now
+	parkIdle chan struct{} // closed when parkN drops to 0, for Drain
 }
 
 // NewGateway returns a gateway without routes (every request gets a 404) until
@@ -77,6 +83,10 @@ type state struct {
 	// first need: bit i of computed says bit i of applies is known.
 	applies, computed uint64
 
+	step       int     // index in the route's access steps of the one running, or -1
+	parked     *Parked // set by Exchange.Park
+	clientGone bool    // the client hung up while its request was parked
+
 	reqFailure *pluginFailure // a request transformer failed (set in Rewrite)
 	dialErr    error          // a dial failure left for the DialFailureHandlers
 	retried    bool
@@ -85,7 +95,12 @@ type state struct {
 // ServeHTTP handles one request. It blocks until the response is written, the
 // upgraded connection is closed, or the client is gone.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	st := &state{g: g}
+	if p := g.resumed(req); p != nil {
+		g.resume(p, w, req)
+		return
+	}
+	st := &state{g: g, step: -1}
+	st.ex.st = st
 	st.ex.Start = time.Now()
 	st.ex.Request = req
 	st.ex.ID = requestID(req.Header[headerRequestID])
@@ -152,9 +167,19 @@ func (st *state) runChain() bool {
 			}
 		}
 	}
-	for _, inst := range r.access {
+	return st.runAccess(0)
+}
+
+// runAccess runs the access steps from the one at index from; false means the
+// request was answered, abandoned or parked.
+func (st *state) runAccess(from int) bool {
+	access := st.ex.Route.access
+	for i := from; i < len(access); i++ {
+		inst := access[i]
 		if st.appliesTo(inst) {
+			st.step = i
 			a, err := callStep(st, inst, stepValidateAccess)
+			st.step = -1
 			if !st.stepDone(inst, a, err) {
 				return false
 			}
@@ -165,6 +190,19 @@ func (st *state) runChain() bool {
 
 // stepDone handles a step's result; false means stop.
 func (st *state) stepDone(inst *instance, a *Answer, err error) bool {
+	if st.parked != nil {
+		if err == ErrParked {
+			return false // the gateway arms the watch when the handler returns
+		}
+		// The plugin took the connection over and then did not say so: nobody
+		// can answer the request any more.
+		st.logger().Error("plugin parked the request but did not return ErrParked", "plugin", inst.kind)
+		st.parked.conn.Close()
+		st.parked = nil
+		st.g.parkedAdd(-1)
+		st.clientGone = true
+		return false
+	}
 	switch {
 	case st.ex.Context().Err() != nil:
 		return false // the client is gone: nobody to answer
@@ -232,10 +270,20 @@ func (st *state) forward() {
 // cleanly.
 func (g *Gateway) end(st *state) {
 	v := recover()
+	if st.parked != nil {
+		if v == nil {
+			st.parked.arm() // from here on, other goroutines own the exchange
+			return
+		}
+		st.parked.conn.Close()
+		st.parked = nil
+		st.g.parkedAdd(-1)
+		st.clientGone = true
+	}
 	abort := v == http.ErrAbortHandler
 	if v != nil && !abort {
 		g.log.Error("request handling panicked", "request_id", st.ex.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-		if !st.rec.wrote && !st.rec.hijacked {
+		if !st.rec.wrote && !st.rec.hijacked && !st.clientGone {
 			st.writeError(http.StatusInternalServerError, msgInternal)
 		}
 	}
@@ -276,7 +324,7 @@ func (g *Gateway) logAccess(st *state, aborted bool) {
 	switch {
 	case st.rec.hijacked:
 		status = http.StatusSwitchingProtocols
-	case req.Context().Err() != nil && (!st.rec.wrote || aborted):
+	case st.clientGone && !st.rec.wrote, req.Context().Err() != nil && (!st.rec.wrote || aborted):
 		status = statusClientGone
 	case !st.rec.wrote:
 		status = http.StatusOK // what the server sends for a handler that wrote nothing

@@ -35,8 +35,9 @@ type PreRouter interface {
 
 // AccessValidator decides whether the request may reach the backend. It may block
 // until ex.Context() ends (the reaper plugin holds requests here while an app
-// wakes), but it must not read the request body itself (Exchange.BufferBody reads
-// a small one in a way the proxy can still send). A nil Answer lets the request go
+// wakes), or park the request instead of blocking (Exchange.Park, then ErrParked),
+// but it must not read the request body itself (Exchange.BufferBody reads a small
+// one in a way the proxy can still send). A nil Answer lets the request go
 // on; a non-nil Answer is written to the client and ends the chain: a denial is an
 // Answer, not an error. An error means a technical failure: the gateway answers 500
 // and logs it.
@@ -125,6 +126,7 @@ type Exchange struct {
 	values map[any]any
 	done   []func()
 	body   *reqBody // the request body as the gateway wraps it; nil outside the gateway
+	st     *state   // the gateway's state of the request; nil outside the gateway
 }
 
 // Context is the request's context: it ends when the client goes away or the
@@ -159,6 +161,9 @@ func (ex *Exchange) Value(key any) any { return ex.values[key] }
 func (ex *Exchange) BufferBody(limit int64) (bool, error) {
 	b := ex.body
 	r := ex.Request
+	if b != nil && b.buffered {
+		return true, nil
+	}
 	if b == nil || b.rc == nil || b.rc == http.NoBody || r.ContentLength == 0 || r.ContentLength > limit {
 		return false, nil
 	}
@@ -175,6 +180,7 @@ func (ex *Exchange) BufferBody(limit int64) (bool, error) {
 		return false, nil
 	}
 	b.rc = bodyCloser{Reader: bytes.NewReader(data), Closer: orig}
+	b.buffered = true
 	return true, nil
 }
 

@@ -108,9 +108,10 @@ func (c *countingConn) CloseWrite() error {
 // dial fails; the gateway closes the real body when the handler ends. It also
 // carries the request's state to the proxy's Rewrite without a context value.
 type reqBody struct {
-	rc io.ReadCloser
-	st *state
-	n  atomic.Int64 // read by the handler while the transport may still read
+	rc       io.ReadCloser
+	st       *state
+	n        atomic.Int64 // read by the handler while the transport may still read
+	buffered bool         // the whole body is in memory (Exchange.BufferBody)
 }
 
 func (b *reqBody) Read(p []byte) (int, error) {

@@ -89,14 +89,18 @@ type app struct {
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced on every record change
 
-	lastAccess atomic.Int64 // unix nanoseconds of the latest request end or start
-	flushed    atomic.Int64 // lastAccess at the last flush
-	inFlight   atomic.Int64 // requests and connections passing through
-	held       atomic.Int64 // requests waiting for the app
-	lastAsk    atomic.Int64 // unix nanoseconds of the last wake ask
-	lastLook   atomic.Int64 // unix nanoseconds of the last look asked without a wake
-	upSeen     atomic.Int64 // unix nanoseconds, this node's clock, when it saw the app come up
-	waiting    atomic.Bool  // the waiter loop runs
+	lastAccess atomic.Int64  // unix nanoseconds of the latest request end or start
+	flushed    atomic.Int64  // lastAccess at the last flush
+	inFlight   atomic.Int64  // requests and connections passing through
+	held       atomic.Int64  // requests waiting for the app
+	lastAsk    atomic.Int64  // unix nanoseconds of the last wake ask
+	lastLook   atomic.Int64  // unix nanoseconds of the last look asked without a wake
+	upSeen     atomic.Int64  // unix nanoseconds, this node's clock, when it saw the app come up
+	waiting    atomic.Bool   // the waiter loop runs
+	poked      chan struct{} // capacity 1: wakes the waiter loop
+
+	holdMu  sync.Mutex
+	holders map[*holder]struct{} // the requests held on this node
 
 	// guarded by Engine.mu
 	owner  string
@@ -153,7 +157,7 @@ func (e *Engine) Register(routeID, routeName string, cfg *Config) {
 	defer e.mu.Unlock()
 	a := e.apps[cfg.AppID]
 	if a == nil {
-		a = &app{id: cfg.AppID, notify: make(chan struct{}), claims: map[*Config]claim{}}
+		a = &app{id: cfg.AppID, notify: make(chan struct{}), poked: make(chan struct{}, 1), claims: map[*Config]claim{}}
 		e.apps[cfg.AppID] = a
 		select {
 		case e.refresh <- cfg.AppID: // learn its record soon

@@ -29,65 +29,102 @@ func pollUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 
 // A client POSTs to a sleeping app in hold mode, then gives up before the app is
 // up. Its request must not reach the app when it wakes: the client is gone, and may
-// well have sent it again.
+// well have sent it again. Parked or waiting on its goroutine, the same.
 func TestHold_APostWhoseClientLeftNeverReachesTheApp(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
+	for _, parking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "goroutine", true: "parked"}[parking], func(t *testing.T) {
+			rig := newHoldRig(t, parking, "{app_id: app, ready_delay: 0}")
+			a := rig.app
+			c, err := net.Dial("tcp", rig.front.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Write([]byte("POST /pay HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nContent-Length: 12\r\n\r\namount=100EU"))
+			pollUntil(t, 5*time.Second, "the request is held", func() bool { return a.held.Load() == 1 })
+			if want := map[bool]int{false: 0, true: 1}[parking]; rig.gw.Parked() != want {
+				t.Errorf("Parked() = %d, want %d", rig.gw.Parked(), want)
+			}
+			c.Close() // the client gives up
+			pollUntil(t, 5*time.Second, "the hold ends with its client", func() bool {
+				return a.held.Load() == 0 && a.inFlight.Load() == 0 && rig.gw.Parked() == 0
+			})
+			rig.fake.FinishStart("app") // the app comes up
+			pollUntil(t, 5*time.Second, "the app is Up", func() bool { return a.status() == StatusUp })
+			if got := rig.received(); len(got) != 0 {
+				t.Errorf("the app received %q from a client that had gone before it woke", got)
+			}
+		})
+	}
+}
+
+// holdRig is a node in front of one sleeping app ("app", fake platform, started
+// by hand with fake.FinishStart) behind a real loopback gateway.
+type holdRig struct {
+	engine *Engine
+	fake   *paastest.Fake
+	gw     *plugin.Gateway
+	front  *httptest.Server
+	app    *app
+
+	mu  sync.Mutex
+	got []string // "METHOD /path body" of each request the app received
+}
+
+// newHoldRig starts the rig; cfg is the reaper plugin's config. With parking, the
+// gateway parks held HTTP/1 requests as the binary's does.
+func newHoldRig(t *testing.T, parking bool, cfg string) *holdRig {
+	t.Helper()
+	rig := &holdRig{}
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, r.Method+" "+string(b))
-		mu.Unlock()
+		rig.mu.Lock()
+		rig.got = append(rig.got, r.Method+" "+r.URL.Path+" "+string(b))
+		rig.mu.Unlock()
+		io.WriteString(w, "from the app: "+string(b))
 	}))
-	defer backend.Close()
+	t.Cleanup(backend.Close)
 
-	fake := paastest.New("app")
-	fake.Manual = true
+	rig.fake = paastest.New("app")
+	rig.fake.Manual = true
 	store := newTestStore(t)
-	engine := NewEngine(EngineOptions{Node: "n1", Store: store, PollInterval: 50 * time.Millisecond})
-	job := NewJob(JobOptions{Engine: engine, Store: store, PaaS: fake, FastInterval: 50 * time.Millisecond, FullInterval: time.Second})
-	engine.SetAsker(job)
-	opts := plugin.BuildOptions{Logger: slog.New(slog.DiscardHandler), Services: map[string]any{ServiceName: engine}}
+	rig.engine = NewEngine(EngineOptions{Node: "n1", Store: store, PollInterval: 50 * time.Millisecond})
+	job := NewJob(JobOptions{Engine: rig.engine, Store: store, PaaS: rig.fake, FastInterval: 50 * time.Millisecond, FullInterval: time.Second})
+	rig.engine.SetAsker(job)
+	opts := plugin.BuildOptions{Logger: slog.New(slog.DiscardHandler), Services: map[string]any{ServiceName: rig.engine}}
 	rt, err := plugin.BuildRouter(context.Background(), routesYAML(t, `
 - id: r1
   frontend: {domains: ["*"]}
   backend: {targets: ["`+backend.URL+`"]}
   plugins:
     - plugin: reaper
-      config: {app_id: app, ready_delay: 0}
+      config: `+cfg+`
 `), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Close()
-	gw := plugin.NewGateway(plugin.GatewayOptions{})
-	gw.Swap(rt)
-	front := httptest.NewServer(gw)
-	defer front.Close()
+	t.Cleanup(rt.Close)
+	rig.gw = plugin.NewGateway(plugin.GatewayOptions{})
+	rig.gw.Swap(rt)
+	rig.front = httptest.NewUnstartedServer(rig.gw)
+	if parking {
+		rig.gw.EnableParking(rig.front.Config)
+	}
+	rig.front.Start()
+	t.Cleanup(rig.front.Close)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); engine.Run(ctx) }()
+	go func() { defer wg.Done(); rig.engine.Run(ctx) }()
 	go func() { defer wg.Done(); job.Run(ctx, 0) }()
-	defer func() { engine.Shutdown(); cancel(); wg.Wait() }()
-	a := engine.app("app")
-	pollUntil(t, 5*time.Second, "the app is seen Down", func() bool { return a.status() == StatusDown })
+	t.Cleanup(func() { rig.engine.Shutdown(); cancel(); wg.Wait() })
+	rig.app = rig.engine.app("app")
+	pollUntil(t, 5*time.Second, "the app is seen Down", func() bool { return rig.app.status() == StatusDown })
+	return rig
+}
 
-	c, err := net.Dial("tcp", front.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Write([]byte("POST /pay HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nContent-Length: 12\r\n\r\namount=100EU"))
-	pollUntil(t, 5*time.Second, "the request is held", func() bool { return a.held.Load() == 1 })
-	c.Close() // the client gives up
-	pollUntil(t, 5*time.Second, "the hold ends with its client", func() bool { return a.held.Load() == 0 && a.inFlight.Load() == 0 })
-
-	fake.FinishStart("app") // the app comes up
-	pollUntil(t, 5*time.Second, "the app is Up", func() bool { return a.status() == StatusUp })
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 0 {
-		t.Errorf("the app received %q from a client that had gone before it woke", got)
-	}
+func (rig *holdRig) received() []string {
+	rig.mu.Lock()
+	defer rig.mu.Unlock()
+	return append([]string(nil), rig.got...)
 }

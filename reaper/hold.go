@@ -3,7 +3,10 @@ package reaper
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/reapergw/reaper/plugin"
 )
 
 // Wake asks and held requests. A burst of requests on a sleeping app makes one ask
@@ -98,92 +101,252 @@ const (
 	holdGone                       // the client went away
 	holdTooMany                    // max_held reached on this node
 	holdShutdown                   // this node is shutting down
+	holdParked                     // the request waits off its goroutine (plugin.ErrParked)
 )
 
-// hold waits until the app is up plus readyDelay, in Error, past deadline, or until
-// ctx ends. It counts as a held request for as long as it waits.
-func (e *Engine) hold(ctx context.Context, a *app, maxHeld int, readyDelay time.Duration, deadline time.Time) holdResult {
+// A holder is one request waiting for its app. The app's waiter loop, its deadline
+// timer, the node's shutdown or the request's end (cancelHold) settles it, once.
+type holder struct {
+	readyDelay time.Duration
+	timer      *time.Timer      // fires at the request's deadline
+	done       func(holdResult) // told how the hold ended; never called under a lock
+	settled    bool             // under app.holdMu
+}
+
+// startHold makes the request wait for the app: until it is up plus readyDelay, in
+// Error, past deadline, or until the node shuts down. When the outcome is known
+// at once (the app is ready already, max_held is reached, the node is shutting
+// down) it returns it and a nil holder. Otherwise done is called later, exactly
+// once, from another goroutine — unless cancelHold returns true first. The request
+// counts as held until then.
+func (e *Engine) startHold(a *app, maxHeld int, readyDelay time.Duration, deadline time.Time, done func(holdResult)) (*holder, holdResult) {
 	select {
 	case <-e.stopping:
-		return holdShutdown
+		return nil, holdShutdown
 	default:
+	}
+	if res, ok := holdOutcome(a.rec.Load(), a.upSeen.Load(), readyDelay, time.Now()); ok {
+		return nil, res
+	}
+	if !time.Now().Before(deadline) {
+		return nil, holdTimedOut
 	}
 	if a.held.Add(1) > int64(maxHeld) {
 		a.held.Add(-1)
-		return holdTooMany
+		return nil, holdTooMany
 	}
-	defer a.held.Add(-1)
+	h := &holder{readyDelay: readyDelay, done: done}
+	a.holdMu.Lock()
+	if a.holders == nil {
+		a.holders = make(map[*holder]struct{})
+	}
+	a.holders[h] = struct{}{}
+	h.timer = time.AfterFunc(time.Until(deadline), func() {
+		if e.cancelHold(a, h) {
+			h.done(holdTimedOut)
+		}
+	})
+	a.holdMu.Unlock()
+	// The waiter loop may have taken its last look before the holder was added:
+	// shutting down, or the app ready meanwhile.
+	select {
+	case <-e.stopping:
+		if e.cancelHold(a, h) {
+			return nil, holdShutdown
+		}
+	default:
+	}
+	a.poke()
 	if a.waiting.CompareAndSwap(false, true) {
 		go e.waiterLoop(a)
 	}
-	timeout := time.NewTimer(time.Until(deadline))
-	defer timeout.Stop()
-	var ready *time.Timer
-	defer func() {
-		if ready != nil {
-			ready.Stop()
+	return h, 0
+}
+
+// cancelHold withdraws a holder; false means it was settled already (its done
+// was or is being called).
+func (e *Engine) cancelHold(a *app, h *holder) bool {
+	a.holdMu.Lock()
+	if h.settled {
+		a.holdMu.Unlock()
+		return false
+	}
+	h.settled = true
+	delete(a.holders, h)
+	a.holdMu.Unlock()
+	h.timer.Stop()
+	a.held.Add(-1)
+	return true
+}
+
+// holdOutcome says how a hold ends given the app's record, when it ends now:
+// released when the app is up and readyDelay has passed since this node saw it
+// come up, failed when it is in Error.
+func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, now time.Time) (holdResult, bool) {
+	switch {
+	case rec == nil:
+	case rec.Status == StatusUp:
+		if !now.Before(time.Unix(0, upSeen).Add(readyDelay)) {
+			return holdReleased, true
 		}
-	}()
+	case rec.Status == StatusError:
+		return holdFailed, true
+	}
+	return 0, false
+}
+
+// settleHolders ends the holds whose outcome is known: all of them when shutting
+// down, the ready ones when the app is up, all of them when it is in Error. It
+// returns when the next holder will be ready (zero if none waits for that).
+func (e *Engine) settleHolders(a *app, now time.Time, shutdown bool) (next time.Time) {
+	rec := a.rec.Load()
+	if !shutdown && (rec == nil || (rec.Status != StatusUp && rec.Status != StatusError)) {
+		return time.Time{} // asleep: nothing to settle, however many wait
+	}
+	upSeen := a.upSeen.Load()
+	type ended struct {
+		h   *holder
+		res holdResult
+	}
+	var out []ended
+	a.holdMu.Lock()
+	for h := range a.holders {
+		res, ok := holdShutdown, true
+		if !shutdown {
+			res, ok = holdOutcome(rec, upSeen, h.readyDelay, now)
+		}
+		if !ok {
+			if at := time.Unix(0, upSeen).Add(h.readyDelay); next.IsZero() || at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		h.settled = true
+		delete(a.holders, h)
+		out = append(out, ended{h, res})
+	}
+	a.holdMu.Unlock()
+	for _, x := range out {
+		x.h.timer.Stop()
+		a.held.Add(-1)
+		x.h.done(x.res)
+	}
+	return next
+}
+
+// hold waits on the caller's goroutine until the hold ends or ctx does (holdGone).
+func (e *Engine) hold(ctx context.Context, a *app, maxHeld int, readyDelay time.Duration, deadline time.Time) holdResult {
+	ch := make(chan holdResult, 1)
+	h, res := e.startHold(a, maxHeld, readyDelay, deadline, func(r holdResult) { ch <- r })
+	if h == nil {
+		return res
+	}
+	return e.awaitHold(ctx, a, h, ch)
+}
+
+// awaitHold waits for the result of h, sent on ch, or for ctx to end.
+func (e *Engine) awaitHold(ctx context.Context, a *app, h *holder, ch <-chan holdResult) holdResult {
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		if e.cancelHold(a, h) {
+			return holdGone
+		}
+		return <-ch
+	}
+}
+
+// parkedHold is the hold of a request that may be parked (plugin.Exchange.Park):
+// its result resumes the parked request, which reads it when the gateway runs the
+// plugin again; a request that could not be parked after all waits on ch.
+type parkedHold struct {
+	ch chan holdResult // capacity 1
+
+	mu      sync.Mutex
+	pk      *plugin.Parked
+	res     holdResult
+	settled bool
+}
+
+func newParkedHold() *parkedHold { return &parkedHold{ch: make(chan holdResult, 1)} }
+
+// settle is the holder's done function.
+func (ph *parkedHold) settle(r holdResult) {
+	ph.mu.Lock()
+	ph.res, ph.settled = r, true
+	pk := ph.pk
+	ph.mu.Unlock()
+	if pk != nil {
+		pk.Resume() // false only when the client left: nobody to answer
+		return
+	}
+	ph.ch <- r
+}
+
+// park attaches the parked request, resuming it at once if the hold ended already.
+func (ph *parkedHold) park(pk *plugin.Parked) {
+	ph.mu.Lock()
+	ph.pk = pk
+	settled := ph.settled
+	ph.mu.Unlock()
+	if settled {
+		pk.Resume()
+	}
+}
+
+func (ph *parkedHold) result() holdResult {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	return ph.res
+}
+
+// waiterLoop runs while requests are held for the app: it settles their holds
+// when the app's record changes (or a holder's ready delay passes), re-reads the
+// record at the poll interval (in case a notification was missed) and asks for a
+// wake again every AskInterval while the app sleeps.
+func (e *Engine) waiterLoop(a *app) {
+	poll := time.NewTicker(e.opts.PollInterval)
+	defer poll.Stop()
+	ready := time.NewTimer(time.Hour)
+	ready.Stop()
+	defer ready.Stop()
 	for {
 		ch := a.changed() // before reading the record, so no change is missed
-		var readyC <-chan time.Time
-		rec := a.rec.Load()
-		switch {
-		case rec == nil:
-		case rec.Status == StatusUp:
-			wait := time.Until(time.Unix(0, a.upSeen.Load()).Add(readyDelay))
-			if wait <= 0 {
-				return holdReleased
-			}
-			if ready == nil {
-				ready = time.NewTimer(wait)
-			} else {
-				ready.Reset(wait)
-			}
-			readyC = ready.C
-		case rec.Status == StatusError:
-			return holdFailed
+		if next := e.settleHolders(a, time.Now(), false); !next.IsZero() {
+			ready.Reset(time.Until(next))
 		}
 		select {
 		case <-ch:
-		case <-readyC:
-			return holdReleased
-		case <-timeout.C:
-			return holdTimedOut
-		case <-ctx.Done():
-			return holdGone
+		case <-a.poked:
+		case <-ready.C:
 		case <-e.stopping:
-			return holdShutdown
+			e.settleHolders(a, time.Now(), true)
+			a.waiting.Store(false)
+			return
+		case <-poll.C:
+			if a.held.Load() == 0 {
+				a.waiting.Store(false)
+				// A request may have started holding between the check and the
+				// store: it saw waiting true and started no loop, so take over again.
+				if a.held.Load() == 0 || !a.waiting.CompareAndSwap(false, true) {
+					return
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), e.opts.PollInterval)
+			e.refreshOne(ctx, a.id)
+			cancel()
+			if a.status().Asleep() {
+				e.askWake(a, time.Now())
+			}
 		}
 	}
 }
 
-// waiterLoop runs while requests are held for the app: it re-reads the record at
-// the poll interval (in case a notification was missed) and asks for a wake again
-// every AskInterval while the app sleeps.
-func (e *Engine) waiterLoop(a *app) {
-	t := time.NewTicker(e.opts.PollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-e.stopping:
-			a.waiting.Store(false)
-			return
-		}
-		if a.held.Load() == 0 {
-			a.waiting.Store(false)
-			// A request may have started holding between the check and the store:
-			// it saw waiting true and started no loop, so take over again.
-			if a.held.Load() == 0 || !a.waiting.CompareAndSwap(false, true) {
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.opts.PollInterval)
-		e.refreshOne(ctx, a.id)
-		cancel()
-		if a.status().Asleep() {
-			e.askWake(a, time.Now())
-		}
+// poke wakes the app's waiter loop (a holder was added).
+func (a *app) poke() {
+	select {
+	case a.poked <- struct{}{}:
+	default:
 	}
 }

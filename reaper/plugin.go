@@ -92,6 +92,14 @@ func (p *Plugin) Cleanup() error {
 // ValidateAccess classifies the request and answers for the app while it sleeps.
 // See the package documentation of the wire protocol in docs/reaper.md.
 func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
+	if ph, _ := ex.Value(parkedKey{}).(*parkedHold); ph != nil {
+		// A parked request resumed: its hold has ended.
+		ex.SetValue(parkedKey{}, nil)
+		if answer, done := p.afterHold(ex, ph.result()); done {
+			return answer, nil
+		}
+		return p.holdThenAdmit(ex)
+	}
 	r := ex.Request
 	a := p.app
 	switch strings.ToLower(r.Header.Get(HeaderReaper)) {
@@ -170,47 +178,94 @@ func (p *Plugin) asleep(ex *plugin.Exchange, monitoring bool) (*plugin.Answer, e
 	if p.APIBehavior == BehaviorUnavailable {
 		return p.unavailableAnswer(ex, st), nil
 	}
-	return p.holdThenAdmit(ex, now)
+	return p.holdThenAdmit(ex)
 }
 
-func (p *Plugin) holdThenAdmit(ex *plugin.Exchange, arrived time.Time) (*plugin.Answer, error) {
-	// A small body is read now, into memory, so that a client that gives up while
-	// its request is held is noticed at once (net/http watches a connection only
-	// once its body is read) and its request never reaches the app: a POST held
-	// with its body unread would be executed even though its client had retried.
-	// Larger bodies, and any body past the node's budget, stay unread until sent.
-	if r := ex.Request; r.ContentLength != 0 {
-		want := int64(heldBodyLimit)
-		if r.ContentLength > 0 {
-			want = min(want, r.ContentLength)
+func (p *Plugin) holdThenAdmit(ex *plugin.Exchange) (*plugin.Answer, error) {
+	if err := p.bufferHeldBody(ex); err != nil {
+		return &plugin.Answer{Status: StatusClientClosed}, nil // the client failed mid-body
+	}
+	// The fail timeout counts from the request's arrival, however many times it
+	// was held or parked since.
+	deadline := ex.Start.Add(p.FailTimeout.D())
+	for {
+		res := p.wait(ex, deadline)
+		if res == holdParked {
+			return nil, plugin.ErrParked
 		}
-		if p.engine.reserveBody(want) {
-			ex.OnDone(func() { p.engine.releaseBody(want) })
-			if _, err := ex.BufferBody(heldBodyLimit); err != nil {
-				return &plugin.Answer{Status: StatusClientClosed}, nil
-			}
+		if answer, done := p.afterHold(ex, res); done {
+			return answer, nil
 		}
 	}
-	deadline := arrived.Add(p.FailTimeout.D())
-	for {
-		res := p.engine.hold(ex.Context(), p.app, p.MaxHeld, p.readyDelay, deadline)
-		switch res {
-		case holdReleased:
-			if p.admit(ex) {
-				return nil, nil
-			}
-			// Put back to sleep between the release and now: wait again.
-		case holdFailed:
-			return p.failedAnswer(ex), nil
-		case holdTimedOut:
-			return p.timeoutAnswer(ex, p.app.status()), nil
-		case holdTooMany:
-			return p.tooManyAnswer(ex, p.app.status()), nil
-		case holdShutdown:
-			return p.shutdownAnswer(ex, p.app.status()), nil
-		default: // holdGone: nobody to answer
-			return &plugin.Answer{Status: StatusClientClosed}, nil
-		}
+}
+
+// bufferHeldBody reads a small body into memory, once per request, so that a
+// client that gives up while its request is held is noticed at once (net/http
+// watches a connection only once its body is read) and its request never reaches
+// the app: a POST held with its body unread would be executed even though its
+// client had retried. It also lets the request be parked. Larger bodies, and any
+// body past the node's budget, stay unread until sent.
+func (p *Plugin) bufferHeldBody(ex *plugin.Exchange) error {
+	r := ex.Request
+	if r.ContentLength == 0 || ex.Value(bodyReservedKey{}) != nil {
+		return nil
+	}
+	want := int64(heldBodyLimit)
+	if r.ContentLength > 0 {
+		want = min(want, r.ContentLength)
+	}
+	if !p.engine.reserveBody(want) {
+		return nil
+	}
+	ex.SetValue(bodyReservedKey{}, true)
+	ex.OnDone(func() { p.engine.releaseBody(want) })
+	_, err := ex.BufferBody(heldBodyLimit)
+	return err
+}
+
+type (
+	parkedKey       struct{} // the *parkedHold of a parked request
+	bodyReservedKey struct{} // the body's share of the node's budget is taken
+)
+
+// wait holds the request until its app is ready, or the hold ends otherwise. A
+// request the gateway can park waits off its goroutine (holdParked): its hold's
+// result resumes it. Others wait here.
+func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) holdResult {
+	e, a := p.engine, p.app
+	if !ex.CanPark() {
+		return e.hold(ex.Context(), a, p.MaxHeld, p.readyDelay, deadline)
+	}
+	ph := newParkedHold()
+	h, res := e.startHold(a, p.MaxHeld, p.readyDelay, deadline, ph.settle)
+	if h == nil {
+		return res
+	}
+	pk := ex.Park(func() { e.cancelHold(a, h) })
+	if pk == nil { // the connection could not be taken over: wait here
+		return e.awaitHold(ex.Context(), a, h, ph.ch)
+	}
+	ex.SetValue(parkedKey{}, ph)
+	ph.park(pk)
+	return holdParked
+}
+
+// afterHold answers for a hold's result; done false means hold again (the app
+// was put back to sleep between its release and now).
+func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.Answer, done bool) {
+	switch res {
+	case holdReleased:
+		return nil, p.admit(ex)
+	case holdFailed:
+		return p.failedAnswer(ex), true
+	case holdTimedOut:
+		return p.timeoutAnswer(ex, p.app.status()), true
+	case holdTooMany:
+		return p.tooManyAnswer(ex, p.app.status()), true
+	case holdShutdown:
+		return p.shutdownAnswer(ex, p.app.status()), true
+	default: // holdGone: nobody to answer
+		return &plugin.Answer{Status: StatusClientClosed}, true
 	}
 }
 

@@ -199,6 +199,9 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*n
 		MaxHeaderBytes:    cfg.Node.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
+	// Held HTTP/1 requests wait without a goroutine, and are served again by the
+	// same server when their app is up.
+	n.gateway.EnableParking(n.gwServer)
 	scheme := "http"
 	if tlsConfig != nil {
 		scheme = "https"
@@ -300,6 +303,11 @@ func (n *node) shutdown() {
 	n.parts.engine.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
 	defer cancel()
+	// Held requests get their answers (the engine's shutdown answers them); the
+	// parked ones go back to the server, which then drains them with the rest.
+	if err := n.gateway.Drain(ctx); err != nil {
+		n.log.Warn("parked requests were not all answered: the shutdown timeout passed", "parked", n.gateway.Parked())
+	}
 	if err := n.gwServer.Shutdown(ctx); err != nil {
 		n.log.Warn("in-flight requests were cut: the shutdown timeout passed", "timeout", n.cfg.Node.ShutdownTimeout.D())
 		n.gwServer.Close()
