@@ -34,6 +34,7 @@ type nodeConfig struct {
 type jobConfig struct {
 	JobInterval  string `yaml:"job_interval,omitempty"`
 	FastInterval string `yaml:"fast_interval,omitempty"`
+	MaxHeld      int    `yaml:"max_held,omitempty"`
 }
 
 type paasConfig struct {

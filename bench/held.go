@@ -187,7 +187,8 @@ func runHeld(ctx context.Context, e *env) ([]verdict, error) {
 // heldConfig is the reaper of part F.
 func heldConfig(demoBin, addr string) reaperConfig {
 	return reaperConfig{
-		Node: newNodeConfig("bench-held"),
+		Node:   newNodeConfig("bench-held"),
+		Reaper: &jobConfig{MaxHeld: heldMax}, // the default, half the open-file limit, is about n
 		PaaS: paasConfig{Driver: "process", Apps: []appConfig{
 			demoApp(demoBin, "held", addr, "--boot-delay", heldBootDelay.String()),
 		}},

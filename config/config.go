@@ -63,6 +63,9 @@ type Reaper struct {
 	// DryRun starts the node with the dry-run setting on (decisions are logged, no
 	// app is stopped) unless the store already holds settings.
 	DryRun bool `yaml:"dry_run"`
+	// MaxHeld bounds the requests this node holds for all apps together; 0 means
+	// half the process's open-file limit (each held request keeps a connection).
+	MaxHeld int `yaml:"max_held"`
 }
 
 // PaaS chooses and configures the platform driver.
@@ -208,6 +211,9 @@ func (r *Reaper) Validate(path string, errs *conf.Errors) {
 	}
 	if r.FastInterval < conf.Duration(100*time.Millisecond) {
 		errs.Add(conf.Key(path, "fast_interval"), "must be at least 100ms")
+	}
+	if r.MaxHeld < 0 {
+		errs.Add(conf.Key(path, "max_held"), "must be 0 (half the open-file limit) or more, not %d", r.MaxHeld)
 	}
 }
 

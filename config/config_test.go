@@ -98,9 +98,10 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`node.tls.cert: "/nonexistent/cert.pem" cannot be read: no such file or directory`,
 			`node.tls.key: is required with tls`,
 		}},
-		{"reaper intervals", "reaper: {job_interval: 0.5, fast_interval: 10ms}", []string{
+		{"reaper intervals", "reaper: {job_interval: 0.5, fast_interval: 10ms, max_held: -1}", []string{
 			`reaper.job_interval: must be at least 1s`,
 			`reaper.fast_interval: must be at least 100ms`,
+			`reaper.max_held: must be 0 (half the open-file limit) or more, not -1`,
 		}},
 		{"drivers", "paas: {driver: docker}\nstore: {driver: etcd}", []string{
 			`store.driver: "etcd" is not a store (use memory or valkey)`,

@@ -44,6 +44,9 @@ type EngineOptions struct {
 	// with no instance (Clever Cloud's 404 with X-CleverCloudUpgrade: true); nil
 	// recognises none.
 	NotReadyYet func(*http.Response) bool
+	// MaxHeld bounds the requests held on this node for all apps together (each
+	// app is also bounded by its routes' max_held); 0 means no node-wide bound.
+	MaxHeld int
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their
@@ -67,6 +70,8 @@ type Engine struct {
 	stopping chan struct{} // closed by Shutdown
 	// heldBodies is how many bytes of held requests' bodies are in memory.
 	heldBodies atomic.Int64
+	held       atomic.Int64 // requests held on this node, all apps
+	heldFull   throttle     // logs that the node-wide bound was reached
 	stopOnce   sync.Once
 }
 

@@ -131,8 +131,7 @@ func (e *Engine) startHold(a *app, maxHeld int, readyDelay time.Duration, deadli
 	if !time.Now().Before(deadline) {
 		return nil, holdTimedOut
 	}
-	if a.held.Add(1) > int64(maxHeld) {
-		a.held.Add(-1)
+	if !e.takeHeld(a, maxHeld) {
 		return nil, holdTooMany
 	}
 	h := &holder{readyDelay: readyDelay, done: done}
@@ -175,8 +174,30 @@ func (e *Engine) cancelHold(a *app, h *holder) bool {
 	delete(a.holders, h)
 	a.holdMu.Unlock()
 	h.timer.Stop()
-	a.held.Add(-1)
+	e.dropHeld(a)
 	return true
+}
+
+// takeHeld counts one more request held for a, unless that would pass maxHeld
+// for the app or the node's bound.
+func (e *Engine) takeHeld(a *app, maxHeld int) bool {
+	if a.held.Add(1) > int64(maxHeld) {
+		a.held.Add(-1)
+		return false
+	}
+	if n := e.held.Add(1); e.opts.MaxHeld > 0 && n > int64(e.opts.MaxHeld) {
+		e.held.Add(-1)
+		a.held.Add(-1)
+		e.heldFull.log(e.log, "a request was not held: this node holds reaper.max_held requests already", fmt.Errorf("reaper.max_held is %d (app %s)", e.opts.MaxHeld, a.id))
+		return false
+	}
+	return true
+}
+
+// dropHeld counts one request less held for a.
+func (e *Engine) dropHeld(a *app) {
+	a.held.Add(-1)
+	e.held.Add(-1)
 }
 
 // holdOutcome says how a hold ends given the app's record, when it ends now:
@@ -228,7 +249,7 @@ func (e *Engine) settleHolders(a *app, now time.Time, shutdown bool) (next time.
 	a.holdMu.Unlock()
 	for _, x := range out {
 		x.h.timer.Stop()
-		a.held.Add(-1)
+		e.dropHeld(a)
 		x.h.done(x.res)
 	}
 	return next

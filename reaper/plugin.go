@@ -342,12 +342,11 @@ func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (bool, *plugin.
 	a := p.app
 	r := ex.Request
 	monitoring := p.isMonitoring(r)
-	if a.held.Add(1) > int64(p.MaxHeld) {
-		a.held.Add(-1)
+	if !p.engine.takeHeld(a, p.MaxHeld) {
 		return false, p.tooManyAnswer(ex, a.status())
 	}
 	asleep := p.engine.recheck(ex.Context(), a, !monitoring)
-	a.held.Add(-1)
+	p.engine.dropHeld(a)
 	if !asleep {
 		return false, nil
 	}

@@ -315,6 +315,41 @@ func TestHold_MaxHeldAndClientGone(t *testing.T) {
 	})
 }
 
+func TestHold_NodeWideMaxHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("a", "b")
+		fake.Manual = true
+		e := newEnv(t, fake, "")
+		e.engine.opts.MaxHeld = 3
+		pa := e.route(config("a", func(c *Config) { c.MaxHeld = 2 }))
+		pb := e.route(config("b", func(c *Config) { c.MaxHeld = 2 }))
+		e.start()
+		defer e.stop()
+		settle()
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan result, 3)
+		for _, p := range []*Plugin{pa, pa, pb} {
+			go func() { got <- do(ctx, p, apiRequest("GET", "/"), false) }()
+		}
+		settle()
+		// b holds one of its two, but the node holds three: no more.
+		r := do(context.Background(), pb, apiRequest("GET", "/"), false)
+		if r.status() != http.StatusServiceUnavailable || !strings.Contains(r.json(t)["error"].(string), "too many requests are waiting") {
+			t.Fatalf("fourth request: %d %s", r.status(), r.answer.Body)
+		}
+		if !strings.Contains(e.logs.String(), "reaper.max_held is 3") {
+			t.Errorf("no warning names the node-wide bound:\n%s", e.logs.String())
+		}
+		cancel()
+		for range 3 {
+			<-got
+		}
+		if n := e.engine.held.Load(); n != 0 || pa.app.held.Load() != 0 || pb.app.held.Load() != 0 {
+			t.Errorf("node held %d, a %d, b %d after the clients left", n, pa.app.held.Load(), pb.app.held.Load())
+		}
+	})
+}
+
 func TestAnswers_WhileAsleep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := paastest.New("app", "api")

@@ -98,6 +98,7 @@ func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 		Logger:     logger.With("part", "reaper"),
 		ReadyDelay: readyDelay,
 		GuessAppID: config.GuessAppID,
+		MaxHeld:    nodeMaxHeld(cfg.Reaper.MaxHeld),
 	}
 	if cfg.PaaS.Driver == config.DriverCleverCloud {
 		engineOpts.NotReadyYet = clevercloud.IsNotReadyYet
