@@ -74,3 +74,36 @@ func newTestStore(t *testing.T) *MemStore {
 	}
 	return s
 }
+
+// Over reloads, the node lets go of the apps no route manages any more, but only
+// once nothing passes through them and their traffic is in the store.
+func TestEngine_ForgetsUnmanagedAppsOnceIdleAndFlushed(t *testing.T) {
+	store := newTestStore(t)
+	e := NewEngine(EngineOptions{Node: "n1", Store: store})
+	cfg := DefaultConfig()
+	cfg.AppID = "gone"
+	e.Register("r1", "r1", &cfg)
+	a := e.app("gone")
+	end := a.begin()
+	e.Unregister("r1", "gone", &cfg)
+	e.Flush(context.Background())
+	if e.app("gone") != a {
+		t.Fatal("an app with a request in flight was forgotten")
+	}
+	end() // the request ends: its access time is not in the store yet
+	e.sweep()
+	if e.app("gone") != a {
+		t.Fatal("an app whose last access was not flushed was forgotten")
+	}
+	e.Flush(context.Background())
+	if e.app("gone") != nil {
+		t.Fatal("an unmanaged, idle, flushed app is still known")
+	}
+	if la, _ := store.LastAccess(context.Background()); la["gone"].IsZero() {
+		t.Error("its last access did not reach the store")
+	}
+	e.Register("r2", "r2", &cfg)
+	if b := e.app("gone"); b == nil || b == a || len(e.Managed()) != 1 {
+		t.Errorf("managed again: app %p (was %p), managed %v", b, a, e.Managed())
+	}
+}

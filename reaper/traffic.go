@@ -83,4 +83,21 @@ func (e *Engine) Flush(ctx context.Context) {
 	if err := e.store.SetInFlight(ctx, e.opts.Node, counts, 3*e.opts.FlushInterval); err != nil {
 		e.flushErr.log(e.log, "writing in-flight counts to the store failed", err)
 	}
+	e.sweep()
+}
+
+// sweep lets go of the apps no route manages any more, once nothing passes
+// through or waits for them and their traffic is in the store: over many reloads
+// the node keeps only the apps it serves. (The job finds unmanaged apps through
+// their stored records, keeps them awake and forgets them; a route that manages
+// one again starts afresh from the store.)
+func (e *Engine) sweep() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, a := range e.apps {
+		if len(a.claims) == 0 && a.inFlight.Load() == 0 && a.held.Load() == 0 && !a.waiting.Load() &&
+			a.lastAccess.Load() <= a.flushed.Load() {
+			delete(e.apps, id)
+		}
+	}
 }
