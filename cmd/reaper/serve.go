@@ -218,7 +218,7 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*n
 		}
 		n.serve(n.admin, adminLn, "admin", "http")
 		if !cfg.Node.AdminToken.IsSet() {
-			logger.Warn("the admin API, dashboard and metrics are off: node.admin_token is not set; the admin listener serves /healthz and /readyz only")
+			logger.Warn("the admin API is off: node.admin_token is not set; the admin listener serves /healthz and /readyz only")
 		}
 	}
 	n.ready.set(true)
