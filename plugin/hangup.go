@@ -41,8 +41,9 @@ func (w *watch) stop(p *Parked) {
 }
 
 // read waits for the client's next byte or its end. Bytes that arrive are kept
-// for the server (a pipelined request); an error or the end of the stream is a
-// hang-up, unless stop caused it.
+// for the server (a pipelined request), up to maxPending; an error, the end of
+// the stream or a client that sends more than that while it waits is a hang-up,
+// unless stop caused it.
 func (w *watch) read(p *Parked) {
 	var b [1]byte
 	for {
@@ -50,13 +51,18 @@ func (w *watch) read(p *Parked) {
 		if n > 0 {
 			p.pending = append(p.pending, b[0])
 		}
-		if err != nil {
+		if err != nil || len(p.pending) > maxPending {
 			close(w.done)
 			p.hangUp() // does nothing when stop interrupted the Read
 			return
 		}
 	}
 }
+
+// maxPending bounds what a parked client may send ahead of its answer when a
+// goroutine reads it (with epoll, unread bytes stay in the socket, whose buffer
+// and TCP's flow control bound them).
+const maxPending = 64 << 10
 
 // rawConnOf returns the socket under c, TLS included, or nil.
 func rawConnOf(c net.Conn) syscall.RawConn {

@@ -525,3 +525,30 @@ func (h hiding) Accept() (net.Conn, error) {
 	}
 	return struct{ net.Conn }{c}, nil
 }
+
+// A parked client watched by a reading goroutine that sends more than it may
+// keep ahead of its answer is dropped, not buffered without end.
+func TestPark_ClientThatFloodsWhileParkedIsDropped(t *testing.T) {
+	b := echoBackend(t)
+	pg := newParkGateway(t, b.URL, "{}", hidingListener(t), nil)
+	c, err := net.Dial("tcp", pg.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "GET /flood HTTP/1.1\r\nHost: park.test\r\nX-Request-Id: flood\r\n\r\n")
+	pg.next(t)
+	waitFor(t, "the request counted as parked", func() bool { return pg.Parked() == 1 })
+	go c.Write(make([]byte, maxPending+2)) //nolint:errcheck // fails once the gateway closes
+	select {
+	case id := <-pg.lot.gone:
+		if id != "flood" {
+			t.Errorf("gone for %q", id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the flooding client was kept")
+	}
+	if line := pg.accessLine(t, "flood"); line["status"] != int64(499) || pg.Parked() != 0 {
+		t.Errorf("access line %v, Parked() = %d", line, pg.Parked())
+	}
+}
