@@ -58,7 +58,9 @@ type AppView struct {
 	ReapAt           *time.Time `json:"reap_at"`
 	AsleepSince      *time.Time `json:"asleep_since"`
 	InFlight         int        `json:"in_flight"`
-	Managed          bool       `json:"managed"`
+	// Held is how many requests wait for the app on this node now.
+	Held    int  `json:"held"`
+	Managed bool `json:"managed"`
 }
 
 func ptime(t time.Time) *time.Time {
@@ -111,12 +113,16 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		if stored := access[appID]; stored.After(la) {
 			la = stored
 		}
+		var held int
+		if ap := a.Engine.app(appID); ap != nil {
+			held = int(ap.held.Load())
+		}
 		v := AppView{
 			AppID: appID, Status: rec.Status, OwnerID: rec.Owner, Name: rec.Name,
 			CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause,
 			LastStatusUpdate: ptime(rec.LastStatusUpdate), LastUpAt: ptime(rec.LastUpAt),
 			LastDownAt: ptime(rec.LastDownAt), ActionAt: ptime(rec.ActionAt), LastCheckAt: ptime(rec.LastCheckAt),
-			Routes: m.Routes, LastAccess: ptime(la), InFlight: max(inFlight[appID], int(busy)), Managed: isManaged,
+			Routes: m.Routes, LastAccess: ptime(la), InFlight: max(inFlight[appID], int(busy)), Held: held, Managed: isManaged,
 		}
 		if v.Routes == nil {
 			v.Routes = []string{}

@@ -174,3 +174,19 @@ func TestHold_MaxHeldCountsParkedRequests(t *testing.T) {
 		t.Errorf("the app received %q", got)
 	}
 }
+
+func TestAdminAPI_ShowsTheRequestsHeldOnThisNode(t *testing.T) {
+	rig := newHoldRig(t, true, "{app_id: app, ready_delay: 0}")
+	h := (&AdminAPI{Engine: rig.engine, Store: rig.engine.store}).Handler()
+	ch := sendAll(rig.front.URL, get(rig.front.URL+"/1"), get(rig.front.URL+"/2"))
+	pollUntil(t, 5*time.Second, "2 requests parked", func() bool { return rig.gw.Parked() == 2 })
+	if code, app, _ := call(t, h, "GET", "/api/apps/app", ""); code != 200 || app["held"] != float64(2) || app["in_flight"] != float64(2) {
+		t.Errorf("while 2 wait: %d held %v in_flight %v", code, app["held"], app["in_flight"])
+	}
+	rig.fake.FinishStart("app")
+	answersIn(t, ch)
+	pollUntil(t, 5*time.Second, "nothing held", func() bool { return rig.app.held.Load() == 0 })
+	if _, app, _ := call(t, h, "GET", "/api/apps/app", ""); app["held"] != float64(0) {
+		t.Errorf("after the release: held %v", app["held"])
+	}
+}
