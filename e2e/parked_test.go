@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Held requests wait parked in the real binary: hundreds of clients wait for an
+// app whose boot the test controls, half of them give up, and when the app is up
+// exactly the others are answered by it, each on its own connection, which stays
+// open for the client's next request. Nothing of the clients that left reaches the
+// app.
+func TestReaper_ParkedClientsThatLeaveNeverReachTheApp(t *testing.T) {
+	const n = 300
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "boot")
+	addr := freePort(t)
+	const token = "e2e-parked-admin-token"
+	p := startReaper(t, dir, fmt.Sprintf(`
+node:
+  id: e2e
+  listen: 127.0.0.1:0
+  admin_listen: 127.0.0.1:0
+  admin_token: %s
+  data_dir: %%DIR%%/data
+  shutdown_timeout: 5s
+reaper:
+  job_interval: 1s
+  fast_interval: 200ms
+paas:
+  driver: process
+  apps:
+    - id: web
+      # The app boots once the test creates the gate file.
+      command: [sh, -c, 'while [ ! -e %s ]; do sleep 0.02; done; exec "$0" --listen %s --name web', "%%DEMOAPP%%"]
+      ready: {tcp: %q}
+      stop_timeout: 3s
+routes:
+  - id: web
+    frontend: {domains: [web.test]}
+    backend: {targets: ["http://%s"]}
+    plugins:
+      - plugin: reaper
+        config: {app_id: web, grace_period: 60s, fail_timeout: 60s, ready_delay: 0}
+`, token, gate, addr, addr, addr))
+	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
+
+	held := func() int {
+		req, _ := http.NewRequest("GET", "http://"+p.admin+"/api/apps/web", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Held int `json:"held"`
+		}
+		if err := json.Unmarshal([]byte(readAll(t, resp)), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.Held
+	}
+	waitHeld := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for got := held(); got != want; got = held() {
+			if time.Now().After(deadline) {
+				t.Fatalf("held = %d, want %d", got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", p.gateway)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /r/%d HTTP/1.1\r\nHost: web.test\r\nAccept: application/json\r\nX-Request-Id: parked-%d\r\n\r\n", i, i)
+		conns[i] = c
+	}
+	waitHeld(n)
+	for i := 0; i < n; i += 2 {
+		conns[i].Close() // half the clients give up
+	}
+	waitHeld(n / 2)
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for i := 1; i < n; i += 2 {
+		conns[i].SetDeadline(time.Now().Add(30 * time.Second))
+		br := bufio.NewReader(conns[i])
+		for round, path := range []string{fmt.Sprintf("/r/%d", i), fmt.Sprintf("/again/%d", i)} {
+			if round == 1 { // the connection serves the client's next request
+				fmt.Fprintf(conns[i], "GET %s HTTP/1.1\r\nHost: web.test\r\nAccept: application/json\r\n\r\n", path)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("client %d, %s: %v", i, path, err)
+			}
+			var ans struct {
+				Path string `json:"path"`
+			}
+			body := readAll(t, resp)
+			if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &ans) != nil || ans.Path != path {
+				t.Fatalf("client %d, %s: %d %s", i, path, resp.StatusCode, body)
+			}
+		}
+	}
+	if got := starts(p, "web"); got != 1 {
+		t.Errorf("starts = %d, want 1", got)
+	}
+	// The access log: the clients that left got nothing from the app.
+	p.waitLog(func(l map[string]any) bool { return l["msg"] == "access" && l["request_id"] == fmt.Sprintf("parked-%d", n-2) }, 10*time.Second)
+	left, answered := 0, 0
+	for _, l := range p.logs() {
+		id, _ := l["request_id"].(string)
+		if l["msg"] != "access" || !strings.HasPrefix(id, "parked-") {
+			continue
+		}
+		var i int
+		fmt.Sscanf(id, "parked-%d", &i)
+		switch status := l["status"].(float64); {
+		case i%2 == 0 && status == 499 && l["upstream"] != "http://"+addr:
+			left++
+		case i%2 == 1 && status == 200 && l["upstream"] == "http://"+addr:
+			answered++
+		default:
+			t.Errorf("access line of client %d: %v", i, l)
+		}
+	}
+	if left != n/2 || answered != n/2 {
+		t.Errorf("access lines: %d left, %d answered; want %d each", left, answered, n/2)
+	}
+	if got := held(); got != 0 {
+		t.Errorf("held = %d at the end", got)
+	}
+}
