@@ -122,7 +122,9 @@ routes:
 		t.Errorf("starts = %d, want 1", got)
 	}
 	// The access log: the clients that left got nothing from the app.
-	p.waitLog(func(l map[string]any) bool { return l["msg"] == "access" && l["request_id"] == fmt.Sprintf("parked-%d", n-2) }, 10*time.Second)
+	p.waitLog(func(l map[string]any) bool {
+		return l["msg"] == "access" && l["request_id"] == fmt.Sprintf("parked-%d", n-2)
+	}, 10*time.Second)
 	left, answered := 0, 0
 	for _, l := range p.logs() {
 		id, _ := l["request_id"].(string)
