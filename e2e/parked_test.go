@@ -121,18 +121,26 @@ routes:
 	if got := starts(p, "web"); got != 1 {
 		t.Errorf("starts = %d, want 1", got)
 	}
-	// The access log: the clients that left got nothing from the app.
-	p.waitLog(func(l map[string]any) bool {
-		return l["msg"] == "access" && l["request_id"] == fmt.Sprintf("parked-%d", n-2)
-	}, 10*time.Second)
-	left, answered := 0, 0
-	for _, l := range p.logs() {
-		id, _ := l["request_id"].(string)
-		if l["msg"] != "access" || !strings.HasPrefix(id, "parked-") {
-			continue
+	// The access log: the clients that left got nothing from the app. Lines are
+	// written in batches: wait for all n.
+	var lines []map[string]any
+	deadline := time.Now().Add(10 * time.Second)
+	for len(lines) < n {
+		lines = lines[:0]
+		for _, l := range p.logs() {
+			if id, _ := l["request_id"].(string); l["msg"] == "access" && strings.HasPrefix(id, "parked-") {
+				lines = append(lines, l)
+			}
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d access lines of the first requests, want %d", len(lines), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	left, answered := 0, 0
+	for _, l := range lines {
 		var i int
-		fmt.Sscanf(id, "parked-%d", &i)
+		fmt.Sscanf(l["request_id"].(string), "parked-%d", &i)
 		switch status := l["status"].(float64); {
 		case i%2 == 0 && status == 499 && l["upstream"] != "http://"+addr:
 			left++
