@@ -281,6 +281,12 @@ func (g *Gateway) end(st *state) {
 		st.clientGone = true
 	}
 	abort := v == http.ErrAbortHandler
+	// Nothing was written and the request's context ended (the client left, or
+	// the server gave up reading its body): the connection is closed, rather
+	// than left to the server, which would answer an empty 200 on it.
+	if v == nil && !st.rec.wrote && !st.rec.hijacked && !st.clientGone && st.ex.Request.Context().Err() != nil {
+		abort = true
+	}
 	if v != nil && !abort {
 		g.log.Error("request handling panicked", "request_id", st.ex.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		if !st.rec.wrote && !st.rec.hijacked && !st.clientGone {

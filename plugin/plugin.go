@@ -184,6 +184,17 @@ func (ex *Exchange) BufferBody(limit int64) (bool, error) {
 	return true, nil
 }
 
+// SetReadDeadline bounds the reads of the request body from now on (the zero time
+// removes the bound), as http.ResponseController.SetReadDeadline does: a read past
+// it fails with an error matching os.ErrDeadlineExceeded. It returns
+// http.ErrNotSupported outside the gateway or once the request is parked.
+func (ex *Exchange) SetReadDeadline(t time.Time) error {
+	if ex.st == nil || ex.st.rec.w == nil {
+		return http.ErrNotSupported
+	}
+	return http.NewResponseController(ex.st.rec.w).SetReadDeadline(t)
+}
+
 // bodyCloser is a replaced body that still closes the client's.
 type bodyCloser struct {
 	io.Reader

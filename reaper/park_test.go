@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -188,5 +189,28 @@ func TestAdminAPI_ShowsTheRequestsHeldOnThisNode(t *testing.T) {
 	pollUntil(t, 5*time.Second, "nothing held", func() bool { return rig.app.held.Load() == 0 })
 	if _, app, _ := call(t, h, "GET", "/api/apps/app", ""); app["held"] != float64(0) {
 		t.Errorf("after the release: held %v", app["held"])
+	}
+}
+
+// A client that sends the body of a held request too slowly is disconnected when
+// the fail timeout passes: it keeps neither its place nor a goroutine past it.
+func TestHold_ASlowBodyIsBoundedByTheFailTimeout(t *testing.T) {
+	rig := newHoldRig(t, true, "{app_id: app, ready_delay: 0, fail_timeout: 300ms}")
+	c, err := net.Dial("tcp", rig.front.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	fmt.Fprint(c, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf.")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
+		t.Fatalf("read %q, %v; want the connection closed with nothing written", got, err)
+	}
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Errorf("disconnected after %v, before the fail timeout", waited)
+	}
+	if rig.app.held.Load() != 0 || rig.gw.Parked() != 0 || len(rig.received()) != 0 {
+		t.Errorf("held %d, parked %d, the app received %q", rig.app.held.Load(), rig.gw.Parked(), rig.received())
 	}
 }

@@ -182,12 +182,14 @@ func (p *Plugin) asleep(ex *plugin.Exchange, monitoring bool) (*plugin.Answer, e
 }
 
 func (p *Plugin) holdThenAdmit(ex *plugin.Exchange) (*plugin.Answer, error) {
-	if err := p.bufferHeldBody(ex); err != nil {
-		return &plugin.Answer{Status: StatusClientClosed}, nil // the client failed mid-body
-	}
 	// The fail timeout counts from the request's arrival, however many times it
 	// was held or parked since.
 	deadline := ex.Start.Add(p.FailTimeout.D())
+	if err := p.bufferHeldBody(ex, deadline); err != nil {
+		// The client failed mid-body, or sent it too slowly: the server has
+		// given up on its connection, nothing can be answered.
+		return &plugin.Answer{Status: StatusClientClosed}, nil
+	}
 	for {
 		res := p.wait(ex, deadline)
 		if res == holdParked {
@@ -204,8 +206,8 @@ func (p *Plugin) holdThenAdmit(ex *plugin.Exchange) (*plugin.Answer, error) {
 // watches a connection only once its body is read) and its request never reaches
 // the app: a POST held with its body unread would be executed even though its
 // client had retried. It also lets the request be parked. Larger bodies, and any
-// body past the node's budget, stay unread until sent.
-func (p *Plugin) bufferHeldBody(ex *plugin.Exchange) error {
+// body past the node's budget, stay unread until sent. Reading stops at deadline.
+func (p *Plugin) bufferHeldBody(ex *plugin.Exchange, deadline time.Time) error {
 	r := ex.Request
 	if r.ContentLength == 0 || ex.Value(bodyReservedKey{}) != nil {
 		return nil
@@ -219,8 +221,14 @@ func (p *Plugin) bufferHeldBody(ex *plugin.Exchange) error {
 	}
 	ex.SetValue(bodyReservedKey{}, true)
 	ex.OnDone(func() { p.engine.releaseBody(want) })
-	_, err := ex.BufferBody(heldBodyLimit)
-	return err
+	// A client that sends its body slowly must not keep a goroutine past the
+	// fail timeout either: its connection is closed then.
+	_ = ex.SetReadDeadline(deadline)
+	if _, err := ex.BufferBody(heldBodyLimit); err != nil {
+		return err // the deadline stays: nothing more is read from this client
+	}
+	_ = ex.SetReadDeadline(time.Time{})
+	return nil
 }
 
 type (
