@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -23,61 +24,11 @@ func TestReaper_ParkedClientsThatLeaveNeverReachTheApp(t *testing.T) {
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "boot")
 	addr := freePort(t)
-	const token = "e2e-parked-admin-token"
-	p := startReaper(t, dir, fmt.Sprintf(`
-node:
-  id: e2e
-  listen: 127.0.0.1:0
-  admin_listen: 127.0.0.1:0
-  admin_token: %s
-  data_dir: %%DIR%%/data
-  shutdown_timeout: 5s
-reaper:
-  job_interval: 1s
-  fast_interval: 200ms
-paas:
-  driver: process
-  apps:
-    - id: web
-      # The app boots once the test creates the gate file.
-      command: [sh, -c, 'while [ ! -e %s ]; do sleep 0.02; done; exec "$0" --listen %s --name web', "%%DEMOAPP%%"]
-      ready: {tcp: %q}
-      stop_timeout: 3s
-routes:
-  - id: web
-    frontend: {domains: [web.test]}
-    backend: {targets: ["http://%s"]}
-    plugins:
-      - plugin: reaper
-        config: {app_id: web, grace_period: 60s, fail_timeout: 60s, ready_delay: 0}
-`, token, gate, addr, addr, addr))
+	p := startReaper(t, dir, gatedConfig(gate, addr))
 	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
 
-	held := func() int {
-		req, _ := http.NewRequest("GET", "http://"+p.admin+"/api/apps/web", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v struct {
-			Held int `json:"held"`
-		}
-		if err := json.Unmarshal([]byte(readAll(t, resp)), &v); err != nil {
-			t.Fatal(err)
-		}
-		return v.Held
-	}
-	waitHeld := func(want int) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for got := held(); got != want; got = held() {
-			if time.Now().After(deadline) {
-				t.Fatalf("held = %d, want %d", got, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	held := func() int { return heldOn(t, p) }
+	waitHeld := func(want int) { t.Helper(); waitHeldOn(t, p, want) }
 
 	conns := make([]net.Conn, n)
 	for i := range conns {
@@ -155,5 +106,105 @@ routes:
 	}
 	if got := held(); got != 0 {
 		t.Errorf("held = %d at the end", got)
+	}
+}
+
+// parkedAdminToken is the admin token of gatedConfig.
+const parkedAdminToken = "e2e-parked-admin-token"
+
+// gatedConfig is a reaper with one app, web, whose process waits for the file
+// gate before it boots, behind a hold route with no ready delay.
+func gatedConfig(gate, addr string) string {
+	return fmt.Sprintf(`
+node:
+  id: e2e
+  listen: 127.0.0.1:0
+  admin_listen: 127.0.0.1:0
+  admin_token: %s
+  data_dir: %%DIR%%/data
+  shutdown_timeout: 5s
+reaper:
+  job_interval: 1s
+  fast_interval: 200ms
+paas:
+  driver: process
+  apps:
+    - id: web
+      # The app boots once the test creates the gate file.
+      command: [sh, -c, 'while [ ! -e %s ]; do sleep 0.02; done; exec "$0" --listen %s --name web', "%%DEMOAPP%%"]
+      ready: {tcp: %q}
+      stop_timeout: 3s
+routes:
+  - id: web
+    frontend: {domains: [web.test]}
+    backend: {targets: ["http://%s"]}
+    plugins:
+      - plugin: reaper
+        config: {app_id: web, grace_period: 60s, fail_timeout: 60s, ready_delay: 0}
+`, parkedAdminToken, gate, addr, addr, addr)
+}
+
+// heldOn is the admin API's count of requests held for web on p.
+func heldOn(t *testing.T, p *reaperProc) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+p.admin+"/api/apps/web", nil)
+	req.Header.Set("Authorization", "Bearer "+parkedAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Held int `json:"held"`
+	}
+	if err := json.Unmarshal([]byte(readAll(t, resp)), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Held
+}
+
+// waitHeldOn polls the admin API until want requests are held.
+func waitHeldOn(t *testing.T, p *reaperProc, want int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for got := heldOn(t, p); got != want; got = heldOn(t, p) {
+		if time.Now().After(deadline) {
+			t.Fatalf("held = %d, want %d", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// On SIGTERM, every parked request gets its answer (503, retry) before reaper
+// exits: none is dropped with the listener.
+func TestReaper_ParkedRequestsAreAnsweredOnSIGTERM(t *testing.T) {
+	const n = 20
+	dir := t.TempDir()
+	p := startReaper(t, dir, gatedConfig(filepath.Join(dir, "never"), freePort(t)))
+	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", p.gateway)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /r/%d HTTP/1.1\r\nHost: web.test\r\nAccept: application/json\r\n\r\n", i)
+		conns[i] = c
+	}
+	waitHeldOn(t, p, n)
+	p.signal(syscall.SIGTERM)
+	for i, c := range conns {
+		c.SetDeadline(time.Now().Add(15 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		body := readAll(t, resp)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !strings.Contains(body, "the gateway is restarting") {
+			t.Errorf("client %d: %d %v %s", i, resp.StatusCode, resp.Header, body)
+		}
+	}
+	if code := p.wait(15 * time.Second); code != 0 {
+		t.Errorf("reaper exited with %d", code)
 	}
 }
