@@ -108,6 +108,7 @@ const (
 // timer, the node's shutdown or the request's end (cancelHold) settles it, once.
 type holder struct {
 	readyDelay time.Duration
+	deadline   time.Time
 	timer      *time.Timer      // fires at the request's deadline
 	done       func(holdResult) // told how the hold ended; never called under a lock
 	settled    bool             // under app.holdMu
@@ -125,16 +126,17 @@ func (e *Engine) startHold(a *app, maxHeld int, readyDelay time.Duration, deadli
 		return nil, holdShutdown
 	default:
 	}
-	if res, ok := holdOutcome(a.rec.Load(), a.upSeen.Load(), readyDelay, time.Now()); ok {
+	now := time.Now()
+	if res, ok := holdOutcome(a.rec.Load(), a.upSeen.Load(), readyDelay, deadline, now); ok {
 		return nil, res
 	}
-	if !time.Now().Before(deadline) {
+	if !now.Before(deadline) {
 		return nil, holdTimedOut
 	}
 	if !e.takeHeld(a, maxHeld) {
 		return nil, holdTooMany
 	}
-	h := &holder{readyDelay: readyDelay, done: done}
+	h := &holder{readyDelay: readyDelay, deadline: deadline, done: done}
 	a.holdMu.Lock()
 	if a.holders == nil {
 		a.holders = make(map[*holder]struct{})
@@ -202,8 +204,12 @@ func (e *Engine) dropHeld(a *app) {
 
 // holdOutcome says how a hold ends given the app's record, when it ends now:
 // released when the app is up and readyDelay has passed since this node saw it
-// come up, failed when it is in Error.
-func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, now time.Time) (holdResult, bool) {
+// come up; failed when it is in Error, or timed out if the hold's deadline passed
+// first. (The job puts an app that did not wake in time in Error one fail timeout
+// after the wake began, which is at or after the deadline of the request that
+// asked for it: that request's answer is the timeout, whichever of the record and
+// the timer this node sees first.)
+func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, deadline, now time.Time) (holdResult, bool) {
 	switch {
 	case rec == nil:
 	case rec.Status == StatusUp:
@@ -211,6 +217,9 @@ func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, now time.T
 			return holdReleased, true
 		}
 	case rec.Status == StatusError:
+		if !now.Before(deadline) {
+			return holdTimedOut, true
+		}
 		return holdFailed, true
 	}
 	return 0, false
@@ -234,7 +243,7 @@ func (e *Engine) settleHolders(a *app, now time.Time, shutdown bool) (next time.
 	for h := range a.holders {
 		res, ok := holdShutdown, true
 		if !shutdown {
-			res, ok = holdOutcome(rec, upSeen, h.readyDelay, now)
+			res, ok = holdOutcome(rec, upSeen, h.readyDelay, h.deadline, now)
 		}
 		if !ok {
 			if at := time.Unix(0, upSeen).Add(h.readyDelay); next.IsZero() || at.Before(next) {

@@ -236,7 +236,8 @@ func TestHold_FailTimeoutAnswers504(t *testing.T) {
 		e := newEnv(t, fake, "")
 		// Not 92 s: the waiter loop asks again at 2 s + every 10 s, and an ask at
 		// the very instant of the request's deadline would have the job put the
-		// app in Error at that instant too, so the answer would be either.
+		// app in Error at that instant too (the answer is the 504 all the same,
+		// see holdOutcome, but its marker could say Error).
 		p := e.route(config("app", func(c *Config) { c.FailTimeout = conf.Duration(93 * time.Second) }))
 		e.start()
 		defer e.stop()
