@@ -552,3 +552,70 @@ func TestPark_ClientThatFloodsWhileParkedIsDropped(t *testing.T) {
 		t.Errorf("access line %v, Parked() = %d", line, pg.Parked())
 	}
 }
+
+// Many parked requests, resumed and abandoned by their clients at the same time,
+// in random order: each ends exactly once, as an answer or as a client gone, and
+// nothing stays parked. Run with -race, it checks the watch's bookkeeping under
+// contention (descriptors reused between a hang-up and the next park).
+func TestPark_ResumesAndHangUpsRacingEndEachRequestOnce(t *testing.T) {
+	for _, hide := range []bool{false, true} {
+		t.Run(fmt.Sprint("hidden fd ", hide), func(t *testing.T) {
+			const n = 200
+			b := echoBackend(t)
+			var ln net.Listener
+			if hide {
+				ln = hidingListener(t)
+			}
+			pg := newParkGateway(t, b.URL, "{}", ln, nil)
+			pg.lot.parked = make(chan *Parked, n)
+			pg.lot.gone = make(chan string, n)
+			conns := make([]net.Conn, n)
+			for i := range conns {
+				c, err := net.Dial("tcp", pg.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				fmt.Fprintf(c, "GET /r/%d HTTP/1.1\r\nHost: park.test\r\nX-Request-Id: race-%d\r\n\r\n", i, i)
+				conns[i] = c
+			}
+			parked := make([]*Parked, 0, n)
+			for range n {
+				parked = append(parked, pg.next(t))
+			}
+			// Half the clients leave while every request is resumed, all at once.
+			done := make(chan bool, 2*n)
+			for i := range n {
+				go func() { done <- parked[i].Resume() }()
+				if i%2 == 0 {
+					go func() { conns[i].Close(); done <- false }()
+				}
+			}
+			resumed := 0
+			for range n + n/2 {
+				if <-done {
+					resumed++
+				}
+			}
+			// Every request ends with one access line: 200 for those whose client
+			// stayed, 200 or 499 for the others (whichever came first); each was
+			// either resumed or seen gone, never both.
+			waitFor(t, "every access line", func() bool { return len(pg.logs.find("access")) == n })
+			gone := len(pg.lot.gone)
+			statuses := map[int64]int{}
+			for _, l := range pg.logs.find("access") {
+				statuses[l["status"].(int64)]++
+				var i int
+				fmt.Sscanf(l["request_id"].(string), "race-%d", &i)
+				if i%2 == 1 && l["status"] != int64(200) {
+					t.Errorf("client %d stayed but got %v", i, l["status"])
+				}
+			}
+			// A request resumed after its client left is answered to nobody: 499 too.
+			if statuses[499] < gone || statuses[200]+statuses[499] != n || resumed+gone != n {
+				t.Errorf("statuses %v, %d gone, %d resumed, of %d", statuses, gone, resumed, n)
+			}
+			waitFor(t, "nothing parked", func() bool { return pg.Parked() == 0 })
+		})
+	}
+}
