@@ -30,16 +30,7 @@ func TestReaper_ParkedClientsThatLeaveNeverReachTheApp(t *testing.T) {
 	held := func() int { return heldOn(t, p) }
 	waitHeld := func(want int) { t.Helper(); waitHeldOn(t, p, want) }
 
-	conns := make([]net.Conn, n)
-	for i := range conns {
-		c, err := net.Dial("tcp", p.gateway)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "GET /r/%d HTTP/1.1\r\nHost: web.test\r\nAccept: application/json\r\nX-Request-Id: parked-%d\r\n\r\n", i, i)
-		conns[i] = c
-	}
+	conns := sendToWeb(t, p, n)
 	waitHeld(n)
 	for i := 0; i < n; i += 2 {
 		conns[i].Close() // half the clients give up
@@ -181,16 +172,7 @@ func TestReaper_ParkedRequestsAreAnsweredOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	p := startReaper(t, dir, gatedConfig(filepath.Join(dir, "never"), freePort(t)))
 	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
-	conns := make([]net.Conn, n)
-	for i := range conns {
-		c, err := net.Dial("tcp", p.gateway)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "GET /r/%d HTTP/1.1\r\nHost: web.test\r\nAccept: application/json\r\n\r\n", i)
-		conns[i] = c
-	}
+	conns := sendToWeb(t, p, n)
 	waitHeldOn(t, p, n)
 	p.signal(syscall.SIGTERM)
 	for i, c := range conns {
@@ -207,4 +189,22 @@ func TestReaper_ParkedRequestsAreAnsweredOnSIGTERM(t *testing.T) {
 	if code := p.wait(15 * time.Second); code != 0 {
 		t.Errorf("reaper exited with %d", code)
 	}
+}
+
+// sendToWeb opens n connections to the gateway and writes on connection i a GET
+// of /r/i for web.test, with the request id parked-i. The connections close with
+// the test.
+func sendToWeb(t *testing.T, p *reaperProc, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", p.gateway)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "GET /r/%d HTTP/1.1\r\nHost: web.test\r\nAccept: application/json\r\nX-Request-Id: parked-%d\r\n\r\n", i, i)
+		conns[i] = c
+	}
+	return conns
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,14 +257,10 @@ func TestPark_ClientThatHangsUpIsNoticedAndNeverReachesTheBackend(t *testing.T) 
 			name = "reading goroutine" // a connection without a file descriptor
 		}
 		t.Run(name, func(t *testing.T) {
-			calls := 0
-			b := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls++ }))
+			var calls atomic.Int32
+			b := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls.Add(1) }))
 			defer b.Close()
-			var ln net.Listener
-			if hide {
-				ln = hidingListener(t)
-			}
-			pg := newParkGateway(t, b.URL, "{}", ln, nil)
+			pg := newParkGateway(t, b.URL, "{}", listener(t, hide), nil)
 			c, err := net.Dial("tcp", pg.addr)
 			if err != nil {
 				t.Fatal(err)
@@ -286,8 +283,8 @@ func TestPark_ClientThatHangsUpIsNoticedAndNeverReachesTheBackend(t *testing.T) 
 			if line := pg.accessLine(t, "leaver"); line["status"] != int64(499) {
 				t.Errorf("access line %v, want status 499", line)
 			}
-			if pg.Parked() != 0 || calls != 0 {
-				t.Errorf("Parked() = %d, backend calls %d", pg.Parked(), calls)
+			if pg.Parked() != 0 || calls.Load() != 0 {
+				t.Errorf("Parked() = %d, backend calls %d", pg.Parked(), calls.Load())
 			}
 		})
 	}
@@ -297,11 +294,7 @@ func TestPark_PipelinedRequestsAreAnsweredInOrder(t *testing.T) {
 	for _, hide := range []bool{false, true} {
 		t.Run(fmt.Sprint("hidden fd ", hide), func(t *testing.T) {
 			b := echoBackend(t)
-			var ln net.Listener
-			if hide {
-				ln = hidingListener(t)
-			}
-			pg := newParkGateway(t, b.URL, "{}", ln, nil)
+			pg := newParkGateway(t, b.URL, "{}", listener(t, hide), nil)
 			c, err := net.Dial("tcp", pg.addr)
 			if err != nil {
 				t.Fatal(err)
@@ -505,6 +498,15 @@ func TestPark_RequestResumedAfterTheServerStoppedIsAbandoned(t *testing.T) {
 	}
 }
 
+// listener is a loopback listener; hide wraps its connections so that they have
+// no file descriptor to watch (nil: the gateway's own).
+func listener(t *testing.T, hide bool) net.Listener {
+	if !hide {
+		return nil
+	}
+	return hidingListener(t)
+}
+
 // hidingListener accepts loopback connections wrapped so that they have no file
 // descriptor to watch.
 func hidingListener(t *testing.T) net.Listener {
@@ -562,11 +564,7 @@ func TestPark_ResumesAndHangUpsRacingEndEachRequestOnce(t *testing.T) {
 		t.Run(fmt.Sprint("hidden fd ", hide), func(t *testing.T) {
 			const n = 200
 			b := echoBackend(t)
-			var ln net.Listener
-			if hide {
-				ln = hidingListener(t)
-			}
-			pg := newParkGateway(t, b.URL, "{}", ln, nil)
+			pg := newParkGateway(t, b.URL, "{}", listener(t, hide), nil)
 			pg.lot.parked = make(chan *Parked, n)
 			pg.lot.gone = make(chan string, n)
 			conns := make([]net.Conn, n)
