@@ -83,9 +83,11 @@ type state struct {
 	// first need: bit i of computed says bit i of applies is known.
 	applies, computed uint64
 
-	step       int     // index in the route's access steps of the one running, or -1
-	parked     *Parked // set by Exchange.Park
-	clientGone bool    // the client hung up while its request was parked
+	step        int     // index of the access step (or DialFailureHandler) running, or -1
+	dialing     bool    // step indexes the route's DialFailureHandlers
+	dialFailure error   // the dial failure they are asked about
+	parked      *Parked // set by Exchange.Park
+	clientGone  bool    // the client hung up while its request was parked
 
 	reqFailure *pluginFailure // a request transformer failed (set in Rewrite)
 	dialErr    error          // a dial failure left for the DialFailureHandlers
@@ -241,13 +243,25 @@ func (st *state) forward() {
 	}
 	err := st.dialErr
 	st.dialErr = nil
-	for _, inst := range r.dial {
+	st.dialFailed(0, err)
+}
+
+// dialFailed asks the route's DialFailureHandlers, from the one at index from,
+// what to do after the backend could not be reached: answer, send the request once
+// more, or (none deciding) the usual 502. A handler may park the request: it is
+// then asked again when the request is resumed.
+func (st *state) dialFailed(from int, err error) {
+	r := st.ex.Route
+	for i := from; i < len(r.dial); i++ {
+		inst := r.dial[i]
 		if !st.appliesTo(inst) {
 			continue
 		}
+		st.step, st.dialing, st.dialFailure = i, true, err
 		retry, a := callDial(st, inst, err)
-		if st.ex.Context().Err() != nil {
-			return
+		st.step, st.dialing = -1, false
+		if st.parked != nil || st.ex.Context().Err() != nil {
+			return // parked: the gateway arms the watch when the handler returns
 		}
 		if a != nil {
 			st.writeAnswer(inst, a)

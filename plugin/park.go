@@ -33,7 +33,9 @@ var ErrParked = errors.New("plugin: the request is parked")
 // concurrent use.
 type Parked struct {
 	st      *state
-	step    int // the index of the access step that parked it
+	step    int  // the index of the access step (or DialFailureHandler) that parked it
+	dialing bool // a DialFailureHandler parked it, after dialErr
+	dialErr error
 	conn    net.Conn
 	pending []byte // what the client sent past the request, read before it was parked
 	gone    func()
@@ -55,9 +57,10 @@ const (
 // Park takes the request off its goroutine while it waits: the gateway keeps the
 // client's connection without reading from it, and calls gone (on another
 // goroutine, at most once) if the client hangs up first. After a successful Park,
-// ValidateAccess must return ErrParked; Resume later runs ValidateAccess of the
-// same plugin again for the request, on a new goroutine, and the exchange goes on
-// from there as if it had never stopped.
+// ValidateAccess must return ErrParked (HandleDialFailure: false and no answer,
+// which the gateway ignores); Resume later runs the same method of the same
+// plugin again for the request, on a new goroutine, and the exchange goes on from
+// there as if it had never stopped.
 //
 // Park returns nil when the request cannot be parked, and then changes nothing:
 // an HTTP/2 request, a body not read entirely into memory (see BufferBody), a
@@ -72,7 +75,7 @@ func (ex *Exchange) Park(gone func()) *Parked {
 	if err != nil {
 		return nil
 	}
-	p := &Parked{st: st, step: st.step, conn: c, gone: gone}
+	p := &Parked{st: st, step: st.step, dialing: st.dialing, dialErr: st.dialFailure, conn: c, gone: gone}
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
 		p.pending = bytes.Clone(b)
@@ -263,7 +266,9 @@ func (g *Gateway) resume(p *Parked, w http.ResponseWriter, carrier *http.Request
 	// client goes away from now on.
 	st.ex.Request = st.ex.Request.WithContext(carrier.Context())
 	defer g.end(st)
-	if st.runAccess(p.step) {
+	if p.dialing {
+		st.dialFailed(p.step, p.dialErr)
+	} else if st.runAccess(p.step) {
 		st.forward()
 	}
 }

@@ -617,3 +617,96 @@ func TestPark_ResumesAndHangUpsRacingEndEachRequestOnce(t *testing.T) {
 		})
 	}
 }
+
+func init() {
+	Register(Info{ID: "test_park_dial", New: func() Plugin { return &parkDialPlugin{} }})
+}
+
+// parkDialPlugin parks a request whose backend refused the connection; resumed,
+// it asks for the request to be sent again.
+type parkDialPlugin struct{ lot *parkLot }
+
+func (p *parkDialPlugin) Provision(ctx ProvisionContext) error {
+	p.lot = ctx.Services["lot"].(*parkLot)
+	return nil
+}
+
+func (p *parkDialPlugin) HandleDialFailure(ex *Exchange, err error) (bool, *Answer) {
+	if ex.Value(resumedKey{}) != nil {
+		p.lot.log.add("resumed after " + err.Error())
+		return true, nil
+	}
+	if _, err := ex.BufferBody(64 << 10); err != nil {
+		return false, nil
+	}
+	pk := ex.Park(nil)
+	if pk == nil {
+		p.lot.log.add("not parked")
+		return false, nil
+	}
+	ex.SetValue(resumedKey{}, true)
+	p.lot.parked <- pk
+	return false, nil
+}
+
+// A DialFailureHandler may park the request too: resumed, it is asked again with
+// the same error, and the request is sent once more, its body intact.
+func TestPark_DialFailureHandlerParksThenTheRequestIsSentAgain(t *testing.T) {
+	addr := freeAddr(t) // nothing listens there yet
+	lot := newParkLot()
+	r := mustRouter(t, `
+routes:
+  - id: down
+    frontend: {domains: [down.test]}
+    backend: {targets: ["http://$A"]}
+    plugins: [{plugin: test_park_dial}]
+`, map[string]string{"A": addr}, map[string]any{"lot": lot})
+	logs := &logSink{}
+	g := NewGateway(GatewayOptions{Logger: slog.New(logs)})
+	g.Swap(r)
+	srv := &http.Server{Handler: g}
+	g.EnableParking(srv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln) //nolint:errcheck // ends with the test
+	defer srv.Close()
+	pg := &parkGateway{Gateway: g, srv: srv, lot: lot, logs: logs}
+
+	req := newReq(t, "POST", "http://"+ln.Addr().String()+"/order", strings.NewReader("two coffees"), "dial-1")
+	req.Host = "down.test"
+	ch := send(http.DefaultClient, req)
+	pk := pg.next(t)
+	// The backend comes up (as a woken app would), then the request resumes.
+	backend := &http.Server{Handler: echoBackend(t).Config.Handler}
+	bl, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go backend.Serve(bl) //nolint:errcheck // ends with the test
+	defer backend.Close()
+	pk.Resume()
+	res := wait(t, ch)
+	if got, _ := field(res.body, "body"); res.res.StatusCode != 200 || got != "two coffees" {
+		t.Fatalf("answer %d, backend saw body %q", res.res.StatusCode, got)
+	}
+	if got := lot.log.list(); len(got) != 1 || !strings.HasPrefix(got[0], "resumed after ") {
+		t.Errorf("steps %v", got)
+	}
+	if line := pg.accessLine(t, "dial-1"); line["status"] != int64(200) {
+		t.Errorf("access line %v", line)
+	}
+}
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}

@@ -60,7 +60,8 @@ type ResponseTransformer interface {
 // DialFailureHandler is consulted when the backend could not be reached at all: the
 // connection was refused or could not be opened, so the backend never saw the
 // request and no byte of its body was read. It may block (the reaper plugin wakes a
-// process that died and waits for it). Returning retry sends the request once more
+// process that died and waits for it), or park the request (Exchange.Park): it is
+// then called again, with the same error, when the request is resumed. Returning retry sends the request once more
 // (at most once per request); returning an Answer gives it to the client instead;
 // neither gives the usual 502.
 type DialFailureHandler interface {

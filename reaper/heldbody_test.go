@@ -75,14 +75,24 @@ type holdRig struct {
 func newHoldRig(t *testing.T, parking bool, cfg string) *holdRig {
 	t.Helper()
 	rig := &holdRig{}
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		rig.mu.Lock()
-		rig.got = append(rig.got, r.Method+" "+r.URL.Path+" "+string(b))
-		rig.mu.Unlock()
-		io.WriteString(w, "from the app: "+string(b))
-	}))
+	backend := httptest.NewServer(rig)
 	t.Cleanup(backend.Close)
+	rig.start(t, parking, cfg, backend.URL)
+	return rig
+}
+
+// ServeHTTP is the app: it records the request and answers with its body.
+func (rig *holdRig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	rig.mu.Lock()
+	rig.got = append(rig.got, r.Method+" "+r.URL.Path+" "+string(b))
+	rig.mu.Unlock()
+	io.WriteString(w, "from the app: "+string(b))
+}
+
+// start runs the rig with the route's backend at target.
+func (rig *holdRig) start(t *testing.T, parking bool, cfg, target string) {
+	t.Helper()
 
 	rig.fake = paastest.New("app")
 	rig.fake.Manual = true
@@ -94,7 +104,7 @@ func newHoldRig(t *testing.T, parking bool, cfg string) *holdRig {
 	rt, err := plugin.BuildRouter(context.Background(), routesYAML(t, `
 - id: r1
   frontend: {domains: ["*"]}
-  backend: {targets: ["`+backend.URL+`"]}
+  backend: {targets: ["`+target+`"]}
   plugins:
     - plugin: reaper
       config: `+cfg+`
@@ -120,7 +130,6 @@ func newHoldRig(t *testing.T, parking bool, cfg string) *holdRig {
 	t.Cleanup(func() { rig.engine.Shutdown(); cancel(); wg.Wait() })
 	rig.app = rig.engine.app("app")
 	pollUntil(t, 5*time.Second, "the app is seen Down", func() bool { return rig.app.status() == StatusDown })
-	return rig
 }
 
 func (rig *holdRig) received() []string {

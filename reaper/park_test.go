@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/paastest"
 )
 
 // Held HTTP/1 requests wait parked (no goroutine) when the gateway parks; these
@@ -212,5 +215,42 @@ func TestHold_ASlowBodyIsBoundedByTheFailTimeout(t *testing.T) {
 	}
 	if rig.app.held.Load() != 0 || rig.gw.Parked() != 0 || len(rig.received()) != 0 {
 		t.Errorf("held %d, parked %d, the app received %q", rig.app.held.Load(), rig.gw.Parked(), rig.received())
+	}
+}
+
+// An app that crashed while the node believed it up: the request that finds its
+// port closed is parked too, and sent again once the app is back, body intact.
+func TestHold_ARequestRefusedByACrashedAppIsParkedThenSentAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the app is not listening: it crashed
+	rig := &holdRig{}
+	rig.start(t, true, "{app_id: app, ready_delay: 0}", "http://"+addr)
+	// The app comes up; then it crashes, which the platform does not announce:
+	// the node still believes it up when the next request finds its port closed.
+	rig.fake.FinishStart("app")
+	pollUntil(t, 5*time.Second, "the app is Up", func() bool { return rig.app.status() == StatusUp })
+	rig.fake.SetQuietly("app", paastest.App{State: paas.StateShouldBeDown})
+
+	ch := sendAll(rig.front.URL, post(rig.front.URL+"/order", "two coffees"))
+	pollUntil(t, 10*time.Second, "the refused request parked", func() bool { return rig.gw.Parked() == 1 })
+	pollUntil(t, 5*time.Second, "a start asked", func() bool { return rig.fake.Count("start", "app") == 1 })
+	app := &http.Server{Handler: rig}
+	bl, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Serve(bl) //nolint:errcheck // ends with the test
+	defer app.Close()
+	rig.fake.FinishStart("app")
+	got := answersIn(t, ch)
+	if got[0].code != 200 || got[0].body != "from the app: two coffees" {
+		t.Errorf("answer %d %q", got[0].code, got[0].body)
+	}
+	if r := rig.received(); len(r) != 1 {
+		t.Errorf("the app received %q", r)
 	}
 }

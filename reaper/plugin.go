@@ -92,9 +92,8 @@ func (p *Plugin) Cleanup() error {
 // ValidateAccess classifies the request and answers for the app while it sleeps.
 // See the package documentation of the wire protocol in docs/reaper.md.
 func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
-	if ph, _ := ex.Value(parkedKey{}).(*parkedHold); ph != nil {
+	if ph := resumedHold(ex); ph != nil {
 		// A parked request resumed: its hold has ended.
-		ex.SetValue(parkedKey{}, nil)
 		if answer, done := p.afterHold(ex, ph.result()); done {
 			return answer, nil
 		}
@@ -258,6 +257,15 @@ func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) holdResult {
 	return holdParked
 }
 
+// resumedHold returns the hold of a parked request that was resumed, once.
+func resumedHold(ex *plugin.Exchange) *parkedHold {
+	ph, _ := ex.Value(parkedKey{}).(*parkedHold)
+	if ph != nil {
+		ex.SetValue(parkedKey{}, nil)
+	}
+	return ph
+}
+
 // afterHold answers for a hold's result; done false means hold again (the app
 // was put back to sleep between its release and now).
 func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.Answer, done bool) {
@@ -347,6 +355,17 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 // requests for an app that is up would let anyone pile them up. Requests waiting
 // for the job's verdict count against max_held.
 func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (bool, *plugin.Answer) {
+	if ph := resumedHold(ex); ph != nil {
+		// A request parked after the failure resumed: its hold has ended.
+		answer, done := p.afterHold(ex, ph.result())
+		if !done {
+			var err error
+			if answer, err = p.holdThenAdmit(ex); err != nil {
+				return false, nil // parked again
+			}
+		}
+		return answer == nil, answer
+	}
 	a := p.app
 	r := ex.Request
 	monitoring := p.isMonitoring(r)
@@ -367,7 +386,7 @@ func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (bool, *plugin.
 	}
 	answer, err := p.asleep(ex, false)
 	if err != nil || answer != nil {
-		return false, answer
+		return false, answer // err is plugin.ErrParked: the gateway sees the request parked
 	}
 	return true, nil
 }

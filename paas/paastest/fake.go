@@ -79,6 +79,15 @@ func (f *Fake) Set(id string, a App) {
 	}
 }
 
+// SetQuietly replaces an app's state without notifying watchers: a change the
+// platform does not announce (a crash), seen only by the next observation.
+func (f *Fake) SetQuietly(id string, a App) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cp := a
+	f.apps[id] = &cp
+}
+
 // FinishStart ends the app's deployment well: SHOULD_BE_UP, deployment OK (the
 // platform's side of a start that worked, for Manual fakes).
 func (f *Fake) FinishStart(id string) {
