@@ -34,9 +34,10 @@ type Gateway struct {
 	trusted []netip.Prefix
 
 	parking  atomic.Pointer[connQueue] // nil until EnableParking
+	parkN    atomic.Int64              // requests parked, or in a step that may park them
+	draining atomic.Bool               // Drain was called
 	parkMu   sync.Mutex
-	parkN    int           // requests parked now
-	parkIdle chan struct{} // closed when parkN drops to 0, for Drain
+	parkIdle chan struct{} // closed when parkN drops to 0 while draining
 }
 
 // NewGateway returns a gateway without routes (every request gets a 404) until
@@ -180,8 +181,10 @@ func (st *state) runAccess(from int) bool {
 		inst := access[i]
 		if st.appliesTo(inst) {
 			st.step = i
+			counted := st.stepMayPark()
 			a, err := callStep(st, inst, stepValidateAccess)
 			st.step = -1
+			st.stepDidNotPark(counted)
 			if !st.stepDone(inst, a, err) {
 				return false
 			}
@@ -258,8 +261,10 @@ func (st *state) dialFailed(from int, err error) {
 			continue
 		}
 		st.step, st.dialing, st.dialFailure = i, true, err
+		counted := st.stepMayPark()
 		retry, a := callDial(st, inst, err)
 		st.step, st.dialing = -1, false
+		st.stepDidNotPark(counted)
 		if st.parked != nil || st.ex.Context().Err() != nil {
 			return // parked: the gateway arms the watch when the handler returns
 		}

@@ -88,8 +88,7 @@ func (ex *Exchange) Park(gone func()) *Parked {
 	// The server's writer keeps the connection's buffers (8 KiB) alive: let go of
 	// it. The server gives a new one when the request is resumed.
 	st.rec.w = nil
-	st.parked = p
-	st.g.parkedAdd(1) // until the server serves it again, or its client is gone
+	st.parked = p // the step's count (see stepMayPark) now stays until resume or hang-up
 	return p
 }
 
@@ -292,27 +291,26 @@ func (g *Gateway) EnableParking(srv *http.Server) {
 	g.parking.Store(newConnQueue(srv))
 }
 
-// Parked returns how many requests are parked now.
-func (g *Gateway) Parked() int {
-	g.parkMu.Lock()
-	defer g.parkMu.Unlock()
-	return g.parkN
-}
+// Parked returns how many requests are parked now, or in a step that may park
+// them.
+func (g *Gateway) Parked() int { return int(g.parkN.Load()) }
 
-// Drain waits until no request is parked (each was resumed or its client left),
-// or ctx ends. Parked requests wait for whoever parked them (the reaper answers
-// its held requests when the node shuts down): Drain only waits.
+// Drain waits until no request is parked (each was resumed or its client left)
+// or in a step that may park it, or until ctx ends. Parked requests wait for
+// whoever parked them (the reaper answers its held requests when the node shuts
+// down): Drain only waits. A request in a step counts from before the step, so
+// that one about to park when Drain is called is waited for too.
 func (g *Gateway) Drain(ctx context.Context) error {
+	g.draining.Store(true)
 	g.parkMu.Lock()
-	if g.parkN == 0 {
-		g.parkMu.Unlock()
-		return nil
-	}
 	if g.parkIdle == nil {
 		g.parkIdle = make(chan struct{})
 	}
 	idle := g.parkIdle
 	g.parkMu.Unlock()
+	if g.parkN.Load() == 0 {
+		return nil
+	}
 	select {
 	case <-idle:
 		return nil
@@ -321,14 +319,36 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	}
 }
 
-func (g *Gateway) parkedAdd(d int) {
+// parkedAdd counts requests parked or in a step that may park them. Only a
+// draining gateway takes the lock, when the count drops to 0.
+func (g *Gateway) parkedAdd(d int64) {
+	if g.parkN.Add(d) != 0 || !g.draining.Load() {
+		return
+	}
 	g.parkMu.Lock()
-	g.parkN += d
-	if g.parkN == 0 && g.parkIdle != nil {
+	if g.parkIdle != nil {
 		close(g.parkIdle)
 		g.parkIdle = nil
 	}
 	g.parkMu.Unlock()
+}
+
+// stepMayPark counts the request as one that may park, for the step about to run
+// (Drain waits for it), and reports whether it did: only HTTP/1 requests of a
+// gateway that parks count. stepDidNotPark ends the count unless the step parked
+// the request (the count then ends when it is resumed or its client leaves).
+func (st *state) stepMayPark() bool {
+	if st.g.parking.Load() == nil || st.ex.Request.ProtoMajor != 1 {
+		return false
+	}
+	st.g.parkedAdd(1)
+	return true
+}
+
+func (st *state) stepDidNotPark(counted bool) {
+	if counted && st.parked == nil {
+		st.g.parkedAdd(-1)
+	}
 }
 
 // connQueue is the listener through which the server accepts handed-back

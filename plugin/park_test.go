@@ -31,18 +31,21 @@ type parkPlugin struct {
 	// ResumeAtOnce resumes the request from inside the step, before the gateway
 	// arms the watch.
 	ResumeAtOnce bool `yaml:"resume_at_once"`
-	lot          *parkLot
+	// Gate makes the step wait for a value on the lot's gate before it parks.
+	Gate bool `yaml:"gate"`
+	lot  *parkLot
 }
 
 // parkLot is where the test finds parked requests and hears of clients gone.
 type parkLot struct {
+	gate   chan struct{}
 	parked chan *Parked
 	gone   chan string // the request id of a client that hung up
 	log    callLog     // "park <id>", "resumed <id>", "not parked <id>"
 }
 
 func newParkLot() *parkLot {
-	return &parkLot{parked: make(chan *Parked, 16), gone: make(chan string, 16)}
+	return &parkLot{gate: make(chan struct{}), parked: make(chan *Parked, 16), gone: make(chan string, 16)}
 }
 
 type resumedKey struct{}
@@ -60,6 +63,10 @@ func (p *parkPlugin) ValidateAccess(ex *Exchange) (*Answer, error) {
 	}
 	if _, err := ex.BufferBody(64 << 10); err != nil {
 		return nil, err
+	}
+	if p.Gate {
+		p.lot.gate <- struct{}{} // in the step
+		<-p.lot.gate             // let go
 	}
 	id := ex.ID
 	pk := ex.Park(func() { p.lot.gone <- id })
@@ -709,4 +716,33 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// A request still in the step that will park it when Drain is called is waited
+// for as well: a node shutting down must not drop it between its hold and its park.
+func TestPark_DrainWaitsForARequestAboutToPark(t *testing.T) {
+	b := echoBackend(t)
+	pg := newParkGateway(t, b.URL, "{gate: true}", nil, nil)
+	ch := send(http.DefaultClient, newReq(t, "GET", pg.url+"/soon", nil, "soon-1"))
+	<-pg.lot.gate // the request is in the step, not parked yet
+	drained := make(chan error, 1)
+	go func() { drained <- pg.Drain(context.Background()) }()
+	select {
+	case err := <-drained:
+		t.Fatalf("Drain returned (%v) while a request was about to park", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	pg.lot.gate <- struct{}{}
+	pg.next(t).Resume()
+	select {
+	case err := <-drained:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Drain did not return after the resume")
+	}
+	if r := wait(t, ch); r.res.StatusCode != 200 {
+		t.Errorf("answer %d", r.res.StatusCode)
+	}
 }
