@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/reapergw/reaper/internal/freeport"
 )
 
 // reaperNode is a reaper started by the bench.
@@ -67,33 +67,12 @@ func (n *reaperNode) shutdown(demoBin string) {
 	killApps(n.dataDir, demoBin)
 }
 
-// App ports are chosen below the kernel's ephemeral range (32768-60999 by
-// default): the held-requests part opens 10,000 client connections and reaper as
-// many to the app, and an app port inside the range could already be the local
-// port of one of them when the app starts listening.
-const (
-	appPortLow  = 20000
-	appPortHigh = 32000
-)
-
 // freeAddr returns a loopback address nothing listens on now (for an app whose
 // address the config must name before it runs), with a port below the ephemeral
-// range.
-func freeAddr() (string, error) {
-	var lastErr error
-	for range 200 {
-		port := appPortLow + rand.IntN(appPortHigh-appPortLow)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		return addr, nil
-	}
-	return "", fmt.Errorf("bench: no free port from %d to %d: %w", appPortLow, appPortHigh, lastErr)
-}
+// range: the held-requests part opens 10,000 client connections and reaper as
+// many to the app, and an app port inside the range could already be the local
+// port of one of them when the app starts listening.
+func freeAddr() (string, error) { return freeport.Pick() }
 
 // newClient returns an HTTP client for single requests (warm-ups, status polls,
 // wakes): keep-alive, no proxy from the environment.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,26 +11,6 @@ import (
 	"testing"
 	"time"
 )
-
-func TestFreeAddr_BelowTheEphemeralRange(t *testing.T) {
-	for range 20 {
-		addr, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, port, _ := net.SplitHostPort(addr)
-		var p int
-		fmt.Sscan(port, &p)
-		if p < appPortLow || p >= appPortHigh || !strings.HasPrefix(addr, "127.0.0.1:") {
-			t.Fatalf("freeAddr = %s", addr)
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Fatalf("%s is not free: %v", addr, err)
-		}
-		ln.Close()
-	}
-}
 
 // fakeGateway answers like reaper in front of the demo app: the status header
 // gets the app's status, anything else the app's JSON (or a stale app's).

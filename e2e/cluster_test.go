@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/internal/redistest"
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
@@ -105,7 +106,7 @@ func newCluster(t *testing.T, opts fakeclever.Options, size int, apps ...cluster
 // newNode picks the node's Raft and admin ports (its peers need them before it
 // starts) and its directory.
 func (e *clusterEnv) newNode(id string) *clusterNode {
-	return &clusterNode{id: id, raftAddr: freePort(e.t), apiAddr: freePort(e.t), dir: e.t.TempDir()}
+	return &clusterNode{id: id, raftAddr: freeport.Addr(e.t), apiAddr: freeport.Addr(e.t), dir: e.t.TempDir()}
 }
 
 // start runs reaper for n with peers as its cluster.peers, and waits until it serves.

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/freeport"
 )
 
 // gatewayConfig routes host to backend, with no reaper plugin.
@@ -186,7 +188,7 @@ func TestServe_StreamsBodiesWithBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves 2 GiB through the gateway")
 	}
-	app := freePort(t)
+	app := freeport.Addr(t)
 	cmd := exec.Command(bins.demoapp, "--listen", app, "--name", "stream")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/freeport"
 )
 
 // Held requests wait parked in the real binary: hundreds of clients wait for an
@@ -23,7 +25,7 @@ func TestReaper_ParkedClientsThatLeaveNeverReachTheApp(t *testing.T) {
 	const n = 300
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "boot")
-	addr := freePort(t)
+	addr := freeport.Addr(t)
 	p := startReaper(t, dir, gatedConfig(gate, addr))
 	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
 
@@ -170,7 +172,7 @@ func waitHeldOn(t *testing.T, p *reaperProc, want int) {
 func TestReaper_ParkedRequestsAreAnsweredOnSIGTERM(t *testing.T) {
 	const n = 20
 	dir := t.TempDir()
-	p := startReaper(t, dir, gatedConfig(filepath.Join(dir, "never"), freePort(t)))
+	p := startReaper(t, dir, gatedConfig(filepath.Join(dir, "never"), freeport.Addr(t)))
 	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
 	conns := sendToWeb(t, p, n)
 	waitHeldOn(t, p, n)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/reapergw/reaper/internal/freeport"
 )
 
 // app describes one demo app run by reaper's process driver behind a route.
@@ -98,7 +100,7 @@ func starts(p *reaperProc, id string) int {
 }
 
 func TestReaper_ConcurrentRequestsToASleepingAppStartItOnce(t *testing.T) {
-	a := app{id: "web", addr: freePort(t), flags: `"--boot-delay", "1s"`}
+	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "1s"`}
 	p := startReaper(t, t.TempDir(), reaperConfig(a))
 	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
 
@@ -143,7 +145,7 @@ func TestReaper_ConcurrentRequestsToASleepingAppStartItOnce(t *testing.T) {
 }
 
 func TestReaper_HeldChunkedPOSTArrivesIntact(t *testing.T) {
-	a := app{id: "web", addr: freePort(t), flags: `"--boot-delay", "500ms"`}
+	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "500ms"`}
 	p := startReaper(t, t.TempDir(), reaperConfig(a))
 	p.waitLog(func(l map[string]any) bool { return l["to"] == "Down" }, 10*time.Second)
 
@@ -168,9 +170,9 @@ func TestReaper_HeldChunkedPOSTArrivesIntact(t *testing.T) {
 }
 
 func TestReaper_AnswersWhileAsleep(t *testing.T) {
-	web := app{id: "web", addr: freePort(t), flags: `"--boot-delay", "1s"`,
+	web := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "1s"`,
 		plugin: `monitoring_filters: [{source: user_agent, regex: "(?i)uptimerobot"}]`}
-	api := app{id: "api", addr: freePort(t), flags: `"--boot-delay", "1s"`, plugin: `api_behavior: unavailable`}
+	api := app{id: "api", addr: freeport.Addr(t), flags: `"--boot-delay", "1s"`, plugin: `api_behavior: unavailable`}
 	p := startReaper(t, t.TempDir(), reaperConfig(web, api))
 	poll(t, 10*time.Second, "both apps Down", func() bool {
 		n := 0
@@ -232,7 +234,7 @@ func TestReaper_AnswersWhileAsleep(t *testing.T) {
 }
 
 func TestReaper_HoldPastFailTimeoutAnswers504(t *testing.T) {
-	a := app{id: "web", addr: freePort(t), flags: `"--boot-delay", "1h"`}
+	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "1h"`}
 	cfg := strings.Replace(reaperConfig(a), "fail_timeout: 20s", "fail_timeout: 2s", 1)
 	p := startReaper(t, t.TempDir(), cfg)
 	p.waitLog(func(l map[string]any) bool { return l["to"] == "Down" }, 10*time.Second)
@@ -251,7 +253,7 @@ func TestReaper_HoldPastFailTimeoutAnswers504(t *testing.T) {
 }
 
 func TestReaper_AppThatCannotStartGoesToError(t *testing.T) {
-	a := app{id: "web", addr: freePort(t), flags: `"--boot-delay", "5s", "--fail-after", "200ms"`}
+	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "5s", "--fail-after", "200ms"`}
 	p := startReaper(t, t.TempDir(), reaperConfig(a))
 	p.waitLog(func(l map[string]any) bool { return l["to"] == "Down" }, 10*time.Second)
 	resp, err := p.request("GET", "web.test", "/", nil)
@@ -270,7 +272,7 @@ func TestReaper_AppThatCannotStartGoesToError(t *testing.T) {
 }
 
 func TestReaper_IdleAppSleeps_OpenWebSocketKeepsItAwake(t *testing.T) {
-	a := app{id: "web", addr: freePort(t)}
+	a := app{id: "web", addr: freeport.Addr(t)}
 	cfg := strings.Replace(reaperConfig(a), "grace_period: 60s", "grace_period: 2s", 1)
 	p := startReaper(t, t.TempDir(), cfg)
 	code, ans, _ := getApp(t, p, "web.test")
@@ -307,7 +309,7 @@ func TestReaper_IdleAppSleeps_OpenWebSocketKeepsItAwake(t *testing.T) {
 }
 
 func TestReaper_AppKilledByHandIsWokenByTheNextRequest(t *testing.T) {
-	a := app{id: "web", addr: freePort(t)}
+	a := app{id: "web", addr: freeport.Addr(t)}
 	p := startReaper(t, t.TempDir(), reaperConfig(a))
 	code, first, _ := getApp(t, p, "web.test")
 	if code != 200 {
@@ -324,7 +326,7 @@ func TestReaper_AppKilledByHandIsWokenByTheNextRequest(t *testing.T) {
 }
 
 func TestReaper_RestartMidIdleKeepsTheClock(t *testing.T) {
-	a := app{id: "web", addr: freePort(t)}
+	a := app{id: "web", addr: freeport.Addr(t)}
 	cfg := strings.Replace(reaperConfig(a), "grace_period: 60s", "grace_period: 8s", 1)
 	dir := t.TempDir()
 	p := startReaper(t, dir, cfg)

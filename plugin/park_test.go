@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/reapergw/reaper/internal/freeport"
 )
 
 func init() {
@@ -659,7 +661,7 @@ func (p *parkDialPlugin) HandleDialFailure(ex *Exchange, err error) (bool, *Answ
 // A DialFailureHandler may park the request too: resumed, it is asked again with
 // the same error, and the request is sent once more, its body intact.
 func TestPark_DialFailureHandlerParksThenTheRequestIsSentAgain(t *testing.T) {
-	addr := freeAddr(t) // nothing listens there yet
+	addr := freeport.Addr(t) // nothing listens there yet
 	lot := newParkLot()
 	r := mustRouter(t, `
 routes:
@@ -704,18 +706,6 @@ routes:
 	if line := pg.accessLine(t, "dial-1"); line["status"] != int64(200) {
 		t.Errorf("access line %v", line)
 	}
-}
-
-// freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // A request still in the step that will park it when Drain is called is waited

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/paastest"
 )
@@ -221,12 +222,7 @@ func TestHold_ASlowBodyIsBoundedByTheFailTimeout(t *testing.T) {
 // An app that crashed while the node believed it up: the request that finds its
 // port closed is parked too, and sent again once the app is back, body intact.
 func TestHold_ARequestRefusedByACrashedAppIsParkedThenSentAgain(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // the app is not listening: it crashed
+	addr := freeport.Addr(t) // the app is not listening: it crashed
 	rig := &holdRig{}
 	rig.start(t, true, "{app_id: app, ready_delay: 0}", "http://"+addr)
 	// The app comes up; then it crashes, which the platform does not announce:

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/reapergw/reaper/internal/freeport"
 )
 
 // waitTimeout bounds every wait of these tests; nothing should take near as long.
@@ -117,18 +119,6 @@ func (r *running) result(t *testing.T) error {
 	}
 }
 
-// freeAddr returns a loopback address that nothing listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
 	resp, body := do(t, newRequest(t, http.MethodGet, url, nil))
@@ -162,7 +152,7 @@ func TestRun_ServesThenStopsOnCancel(t *testing.T) {
 }
 
 func TestRun_BootDelayKeepsThePortClosed(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	r := startRun(t, "--listen", addr, "--boot-delay", "1h")
 	r.log.waitFor(t, regexp.MustCompile(`booting, listening in 1h0m0s`), r.done)
 	if c, err := net.Dial("tcp", addr); err == nil {
@@ -180,7 +170,7 @@ func TestRun_BootDelayKeepsThePortClosed(t *testing.T) {
 
 func TestRun_BootDelayThenListens(t *testing.T) {
 	const delay = 50 * time.Millisecond
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	start := time.Now()
 	r := startRun(t, "--listen", addr, "--boot-delay", "0.05") // bare seconds
 	deadline := time.Now().Add(waitTimeout)

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/freeport"
 )
 
 // Path is where redis-server is looked for first; the REAPER_REDIS_SERVER
@@ -131,12 +133,12 @@ func find(getenv func(string) string) (string, error) {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Pick()
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	_, port, _ := net.SplitHostPort(addr)
+	return strconv.Atoi(port)
 }
 
 // Addr is the server's host:port, the same across restarts.

@@ -15,12 +15,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/paas"
 )
 
 func TestAdopt_RestartedDriverAdoptsARunningApp(t *testing.T) {
 	dataDir := t.TempDir()
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cfg := demo(t, "kept", addr)
 	a, _ := newDriver(t, dataDir, cfg)
 	ra := watch(t, a)
@@ -68,7 +69,7 @@ func TestAdopt_RestartedDriverAdoptsARunningApp(t *testing.T) {
 
 func TestAdopt_StartingAppIsProbedUntilReady(t *testing.T) {
 	dataDir := t.TempDir()
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cfg := demo(t, "slow", addr, "--boot-delay", "700ms")
 	a, _ := newDriver(t, dataDir, cfg)
 	start(t, a, "slow")
@@ -82,7 +83,7 @@ func TestAdopt_StartingAppIsProbedUntilReady(t *testing.T) {
 
 func TestAdopt_AdoptedAppKilledByHandIsDown(t *testing.T) {
 	dataDir := t.TempDir()
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cfg := demo(t, "gone", addr)
 	a, _ := newDriver(t, dataDir, cfg)
 	ra := watch(t, a)

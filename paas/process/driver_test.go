@@ -15,11 +15,12 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/paas"
 )
 
 func TestDriver_StartBecomesReadyAndIsPushed(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cfg := demo(t, "hello", addr, "--boot-delay", "400ms")
 	d, _ := newDriver(t, "", cfg)
 	r := watch(t, d)
@@ -79,7 +80,7 @@ func TestDriver_StartBecomesReadyAndIsPushed(t *testing.T) {
 }
 
 func TestDriver_StartIsIdempotent(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cfg := demo(t, "idem", addr)
 	d, _ := newDriver(t, "", cfg)
 	r := watch(t, d)
@@ -135,7 +136,7 @@ func TestDriver_StartFailuresAreReported(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			cfg.ID = "broken"
-			cfg.Ready = ReadyConfig{TCP: freeAddr(t)}
+			cfg.Ready = ReadyConfig{TCP: freeport.Addr(t)}
 			d, _ := newDriver(t, "", cfg)
 			r := watch(t, d)
 			err := d.Start(context.Background(), paas.App{ID: "broken"})
@@ -205,7 +206,7 @@ func TestDriver_EnvironmentIsMinimal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logFile := filepath.Join(t.TempDir(), "env.log")
 			cfg := AppConfig{ID: "env", Command: []string{"/usr/bin/env"}, Env: tc.env, InheritEnv: tc.inherit,
-				LogFile: logFile, Ready: ReadyConfig{TCP: freeAddr(t)}}
+				LogFile: logFile, Ready: ReadyConfig{TCP: freeport.Addr(t)}}
 			d, _ := newDriver(t, "", cfg)
 			r := watch(t, d)
 			start(t, d, "env")
@@ -249,7 +250,7 @@ func inherited(except ...string) []string {
 func containsLine(lines []string, s string) bool { return slices.Contains(lines, s) }
 
 func TestDriver_HTTPReadiness(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cfg := demo(t, "web", addr, "--boot-delay", "100ms")
 	cfg.Ready = ReadyConfig{HTTP: "http://" + addr + "/healthz", Interval: conf.Duration(10 * time.Millisecond)}
 	d, _ := newDriver(t, "", cfg)
@@ -274,7 +275,7 @@ func TestDriver_UnknownAppIsNotFound(t *testing.T) {
 }
 
 func TestDriver_WatchEndsWithItsContext(t *testing.T) {
-	d, _ := newDriver(t, "", AppConfig{ID: "w", Command: []string{"sh", "-c", "exit 1"}, Ready: ReadyConfig{TCP: freeAddr(t)}})
+	d, _ := newDriver(t, "", AppConfig{ID: "w", Command: []string{"sh", "-c", "exit 1"}, Ready: ReadyConfig{TCP: freeport.Addr(t)}})
 	r := watch(t, d)
 	var mu sync.Mutex
 	var late []string
@@ -352,7 +353,7 @@ func TestDriver_RelativeCommandRunsInDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	logFile := filepath.Join(t.TempDir(), "app.log")
-	cfg := AppConfig{ID: "rel", Command: []string{"./bin/app"}, Dir: dir, LogFile: logFile, Ready: ReadyConfig{TCP: freeAddr(t)}}
+	cfg := AppConfig{ID: "rel", Command: []string{"./bin/app"}, Dir: dir, LogFile: logFile, Ready: ReadyConfig{TCP: freeport.Addr(t)}}
 	d, _ := newDriver(t, "", cfg)
 	r := watch(t, d)
 	start(t, d, "rel")

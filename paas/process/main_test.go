@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/reapergw/reaper/internal/logtest"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,18 +42,6 @@ func TestMain(m *testing.M) {
 
 // waitLong bounds every wait of these tests: generous, since the machine is shared.
 const waitLong = 10 * time.Second
-
-// freeAddr returns a loopback address nothing listens on (at the time of the call).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
 
 // demo configures the demo app listening on addr, named id plus a unique marker so
 // that tests can count its processes.

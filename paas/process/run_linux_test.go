@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/paas"
 )
 
 func TestDriver_StopEndsTheWholeGroup(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	childFile := filepath.Join(t.TempDir(), "child.pid")
 	cfg := AppConfig{
 		ID: "group",
@@ -71,7 +72,7 @@ func TestDriver_StopEndsTheWholeGroup(t *testing.T) {
 }
 
 func TestDriver_StopEscalatesToSIGKILL(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cfg := demo(t, "stubborn", addr, "--ignore-sigterm")
 	cfg.StopTimeout = conf.Duration(300 * time.Millisecond)
 	cfg.LogFile = filepath.Join(t.TempDir(), "stubborn.log")
@@ -97,7 +98,7 @@ func TestDriver_StopEscalatesToSIGKILL(t *testing.T) {
 }
 
 func TestDriver_StopSignalIsConfigurable(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	// demoapp ignores SIGTERM but stops on SIGINT: a stop well under the timeout
 	// proves SIGINT was sent.
 	cfg := demo(t, "int", addr, "--ignore-sigterm")
@@ -130,7 +131,7 @@ func TestDriver_ExitBeforeReadyFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := AppConfig{ID: "crash", Command: []string{"sh", "-c", tc.script}, LogFile: logFile,
-				Ready: ReadyConfig{TCP: freeAddr(t)}}
+				Ready: ReadyConfig{TCP: freeport.Addr(t)}}
 			d, _ := newDriver(t, "", cfg)
 			r := watch(t, d)
 			start(t, d, "crash")
@@ -147,7 +148,7 @@ func TestDriver_ExitBeforeReadyFails(t *testing.T) {
 }
 
 func TestDriver_AppKilledByHandIsDown(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	d, _ := newDriver(t, "", demo(t, "victim", addr))
 	r := watch(t, d)
 	start(t, d, "victim")
@@ -175,7 +176,7 @@ func TestDriver_AppKilledByHandIsDown(t *testing.T) {
 }
 
 func TestDriver_StartDuringStopWaitsThenStartsAgain(t *testing.T) {
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	cfg := demo(t, "bounce", addr, "--ignore-sigterm")
 	cfg.StopTimeout = conf.Duration(500 * time.Millisecond)
 	d, _ := newDriver(t, "", cfg)
