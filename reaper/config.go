@@ -3,6 +3,7 @@ package reaper
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -173,6 +174,45 @@ func (f *MonitoringFilter) validate(path string, errs *conf.Errors) {
 		return
 	}
 	f.re = re
+}
+
+// isMonitoring reports whether a monitoring filter of the route matches r.
+func (c *Config) isMonitoring(r *http.Request) bool {
+	for i := range c.MonitoringFilters {
+		if c.MonitoringFilters[i].matches(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// matches reports whether the filter's source value in r contains a match of its
+// regex. A filter that did not validate matches nothing.
+func (f *MonitoringFilter) matches(r *http.Request) bool {
+	if f.re == nil {
+		return false
+	}
+	switch f.Source {
+	case "path":
+		return f.re.MatchString(r.URL.Path)
+	case "uri":
+		return f.re.MatchString(r.URL.RequestURI())
+	case "header":
+		for _, v := range r.Header.Values(f.Name) {
+			if f.re.MatchString(v) {
+				return true
+			}
+		}
+	case "user_agent":
+		return f.re.MatchString(r.UserAgent())
+	case "query":
+		for _, v := range r.URL.Query()[f.Name] {
+			if f.re.MatchString(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // regexpReason keeps the part of a regexp error that says what is wrong.
