@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -31,6 +32,26 @@ func answer(ex *plugin.Exchange, code int, st Status, body map[string]any) *plug
 		a.Header.Set("Retry-After", retryAfter)
 	}
 	return a
+}
+
+// answer gives the gateway's answer for a reply that does not forward the
+// request at once (see answerFor); replyHold holds it, then forwards it.
+func (p *Plugin) answer(ex *plugin.Exchange, r reply, st Status) (*plugin.Answer, error) {
+	switch r {
+	case replyStatus:
+		return p.statusAnswer(ex, st), nil
+	case replyPoll:
+		return p.pollAnswer(ex, st), nil
+	case replyMonitoring:
+		return p.monitoringAnswer(ex, st), nil
+	case replyWaitingPage:
+		return p.waitingPage(ex, st)
+	case replyUnavailable:
+		return p.unavailableAnswer(ex, st), nil
+	case replyHold:
+		return p.holdThenAdmit(ex)
+	}
+	return nil, fmt.Errorf("reaper: no answer for the reply %s", r)
 }
 
 func (p *Plugin) statusAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {

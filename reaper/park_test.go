@@ -20,7 +20,7 @@ import (
 // Held HTTP/1 requests wait parked (no goroutine) when the gateway parks; these
 // tests run the reaper's answers through that path.
 
-type reply struct {
+type clientReply struct {
 	code   int
 	body   string
 	header http.Header
@@ -29,10 +29,10 @@ type reply struct {
 
 // sendAll sends the requests concurrently, each on its own connection, and
 // returns their answers in order.
-func sendAll(url string, reqs ...func() *http.Request) <-chan []reply {
-	out := make(chan []reply, 1)
+func sendAll(url string, reqs ...func() *http.Request) <-chan []clientReply {
+	out := make(chan []clientReply, 1)
 	go func() {
-		res := make([]reply, len(reqs))
+		res := make([]clientReply, len(reqs))
 		done := make(chan struct{})
 		for i, mk := range reqs {
 			go func() {
@@ -45,7 +45,7 @@ func sendAll(url string, reqs ...func() *http.Request) <-chan []reply {
 				}
 				defer r.Body.Close()
 				b, err := io.ReadAll(r.Body)
-				res[i] = reply{code: r.StatusCode, body: string(b), header: r.Header, err: err}
+				res[i] = clientReply{code: r.StatusCode, body: string(b), header: r.Header, err: err}
 			}()
 		}
 		for range reqs {
@@ -71,7 +71,7 @@ func post(url, body string) func() *http.Request {
 	}
 }
 
-func answersIn(t *testing.T, ch <-chan []reply) []reply {
+func answersIn(t *testing.T, ch <-chan []clientReply) []clientReply {
 	t.Helper()
 	select {
 	case a := <-ch:

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/reapergw/reaper/plugin"
@@ -89,8 +88,9 @@ func (p *Plugin) Cleanup() error {
 	return nil
 }
 
-// ValidateAccess classifies the request and answers for the app while it sleeps.
-// See the package documentation of the wire protocol in docs/reaper.md.
+// ValidateAccess classifies the request and answers it by the protocol table
+// (protocol.go): requests for an awake app go through, those for a sleeping app
+// are answered, held or wake it.
 func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 	if ph := resumedHold(ex); ph != nil {
 		// A parked request resumed: its hold has ended.
@@ -99,85 +99,63 @@ func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 		}
 		return p.holdThenAdmit(ex)
 	}
-	r := ex.Request
-	a := p.app
-	switch strings.ToLower(r.Header.Get(HeaderReaper)) {
-	case "status":
-		return p.statusAnswer(ex, a.status()), nil
-	case "poll":
-		st := a.status()
-		if st.Asleep() {
-			p.engine.askWake(a, time.Now())
+	return p.respond(ex, p.classify(ex.Request), p.app.status())
+}
+
+// respond answers ex, a request of kind k for an app last seen in status st, by
+// the protocol table: nil (and no error) lets it go to the app.
+func (p *Plugin) respond(ex *plugin.Exchange, k requestKind, st Status) (*plugin.Answer, error) {
+	v := answerFor(k, st, p.AllowWaitingPage, p.APIBehavior)
+	switch v.reply {
+	case replyForward, replyForwardQuiet:
+		admit := p.admit
+		if v.reply == replyForwardQuiet {
+			admit = p.admitQuiet
 		}
-		if st.Asleep() || st == StatusError {
-			return p.pollAnswer(ex, st), nil
+		if asleep, ok := admit(ex); !ok {
+			// The app went to sleep meanwhile: answer as for a sleeping app
+			// (asleep is a sleeping status, so this never forwards again).
+			return p.respond(ex, k, asleep)
 		}
-		if p.admitQuiet(ex) {
-			return nil, nil // the poll goes to the app, and is not traffic
-		}
-		return p.pollAnswer(ex, a.status()), nil
+		return nil, nil
 	}
-	monitoring := p.isMonitoring(r)
-	if !a.status().Asleep() {
-		if monitoring {
-			if p.admitQuiet(ex) {
-				return nil, nil // to the app, not traffic
-			}
-		} else if p.admit(ex) {
-			return nil, nil
-		}
+	now := time.Now()
+	if v.touch {
+		p.app.touch(now)
 	}
-	return p.asleep(ex, monitoring)
+	if v.wake {
+		p.engine.askWake(p.app, now)
+	}
+	return p.answer(ex, v.reply, st)
 }
 
 // admit counts the request as traffic until it ends, unless the app went to sleep
-// meanwhile. The count is taken before the status is read again, and the job writes
-// the status before it reads the counts, so a stop and a request never miss each
-// other.
-func (p *Plugin) admit(ex *plugin.Exchange) bool {
+// meanwhile: then it returns the sleeping status and false. The count is taken
+// before the status is read again, and the job writes the status before it reads
+// the counts, so a stop and a request never miss each other.
+func (p *Plugin) admit(ex *plugin.Exchange) (Status, bool) {
 	a := p.app
 	end := a.begin()
-	if a.status().Asleep() {
+	if st := a.status(); st.Asleep() {
 		end()
-		return false
+		return st, false
 	}
 	ex.OnDone(end)
-	return true
+	return "", true
 }
 
-// admitQuiet lets a request that is not traffic (a poll, a monitor) through: it
-// keeps the app from being stopped under it while it runs, but does not move the
-// idle clock.
-func (p *Plugin) admitQuiet(ex *plugin.Exchange) bool {
+// admitQuiet lets a request that is not traffic (a poll, a monitor) through, as
+// admit does: it keeps the app from being stopped under it while it runs, but
+// does not move the idle clock.
+func (p *Plugin) admitQuiet(ex *plugin.Exchange) (Status, bool) {
 	a := p.app
 	a.inFlight.Add(1)
-	if a.status().Asleep() {
+	if st := a.status(); st.Asleep() {
 		a.inFlight.Add(-1)
-		return false
+		return st, false
 	}
 	ex.OnDone(func() { a.inFlight.Add(-1) })
-	return true
-}
-
-// asleep answers a request for an app that sleeps: monitors get their 200, other
-// requests count as traffic and ask for a wake, then get the waiting page, a 503, or
-// are held until the app is up.
-func (p *Plugin) asleep(ex *plugin.Exchange, monitoring bool) (*plugin.Answer, error) {
-	a := p.app
-	st := a.status()
-	if monitoring {
-		return p.monitoringAnswer(ex, st), nil
-	}
-	now := time.Now()
-	a.touch(now)
-	p.engine.askWake(a, now)
-	if p.AllowWaitingPage && isBrowser(ex.Request) {
-		return p.waitingPage(ex, st)
-	}
-	if p.APIBehavior == BehaviorUnavailable {
-		return p.unavailableAnswer(ex, st), nil
-	}
-	return p.holdThenAdmit(ex)
+	return "", true
 }
 
 func (p *Plugin) holdThenAdmit(ex *plugin.Exchange) (*plugin.Answer, error) {
@@ -271,7 +249,8 @@ func resumedHold(ex *plugin.Exchange) *parkedHold {
 func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.Answer, done bool) {
 	switch res {
 	case holdReleased:
-		return nil, p.admit(ex)
+		_, admitted := p.admit(ex)
+		return nil, admitted
 	case holdFailed:
 		return p.failedAnswer(ex), true
 	case holdTimedOut:
@@ -308,32 +287,28 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 		return nil
 	}
 	a := p.app
-	r := ex.Request
-	monitoring := p.isMonitoring(r)
-	now := time.Now()
-	if monitoring {
-		p.engine.lookSoon(a, now) // a monitor never wakes an app
-	} else {
+	// To its clients the app is not there yet, whatever its record says: they get
+	// what they would get while it wakes up, except that a request that came
+	// this far cannot be held any more.
+	v := answerFor(p.classify(ex.Request), StatusWaitingForUp, p.AllowWaitingPage, p.APIBehavior)
+	if now := time.Now(); v.wake {
 		p.engine.askSoon(a, now)
+	} else {
+		p.engine.lookSoon(a, now) // a monitor never wakes an app
 	}
 	st := a.status()
 	if st == StatusUp {
 		st = StatusWaitingForUp // what it really is until the platform routes to it
 	}
 	var ans *plugin.Answer
-	switch {
-	case strings.EqualFold(r.Header.Get(HeaderReaper), "poll"):
-		ans = p.pollAnswer(ex, st)
-	case monitoring:
-		ans = p.monitoringAnswer(ex, st)
-	case p.AllowWaitingPage && isBrowser(r):
-		var err error
-		if ans, err = p.waitingPage(ex, st); err != nil {
-			return err
-		}
-	default:
+	if v.reply == replyHold || v.reply == replyUnavailable {
 		ans = p.unavailableAnswer(ex, st)
 		ans.Header.Set("Retry-After", "5")
+	} else {
+		var err error
+		if ans, err = p.answer(ex, v.reply, st); err != nil {
+			return err
+		}
 	}
 	resp.Body.Close()
 	resp.StatusCode = ans.Status
@@ -367,24 +342,16 @@ func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (bool, *plugin.
 		return answer == nil, answer
 	}
 	a := p.app
-	r := ex.Request
-	monitoring := p.isMonitoring(r)
+	k := p.classify(ex.Request)
 	if !p.engine.takeHeld(a, p.MaxHeld) {
 		return false, p.tooManyAnswer(ex, a.status())
 	}
-	asleep := p.engine.recheck(ex.Context(), a, !monitoring)
+	asleep := p.engine.recheck(ex.Context(), a, k != kindMonitor)
 	p.engine.dropHeld(a)
 	if !asleep {
 		return false, nil
 	}
-	switch {
-	case strings.EqualFold(r.Header.Get(HeaderReaper), "poll"):
-		p.engine.askWake(a, time.Now()) // as a poll on a sleeping app does
-		return false, p.pollAnswer(ex, a.status())
-	case monitoring:
-		return false, p.monitoringAnswer(ex, a.status())
-	}
-	answer, err := p.asleep(ex, false)
+	answer, err := p.respond(ex, k, a.status())
 	if err != nil || answer != nil {
 		return false, answer // err is plugin.ErrParked: the gateway sees the request parked
 	}
@@ -422,10 +389,3 @@ func (e *Engine) recheck(ctx context.Context, a *app, wake bool) bool {
 
 // recheckWait bounds how long a refused request waits for the job's verdict.
 const recheckWait = 3 * time.Second
-
-// isBrowser reports whether the request is a page load: GET or HEAD whose Accept
-// asks for HTML.
-func isBrowser(r *http.Request) bool {
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
-		strings.Contains(r.Header.Get("Accept"), "text/html")
-}

@@ -1,0 +1,135 @@
+package reaper
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/plugin"
+)
+
+func TestClassify(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MonitoringFilters = []MonitoringFilter{
+		{Source: "user_agent", Regex: "(?i)uptimerobot"},
+		{Source: "path", Regex: "^/healthz$"},
+	}
+	var errs conf.Errors
+	cfg.Validate("cfg", &errs)
+	if err := errs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	const html = "text/html,application/xhtml+xml;q=0.9"
+	tests := []struct {
+		name           string
+		method, path   string
+		reaper, accept string
+		ua             string
+		want           requestKind
+	}{
+		{"plain GET", "GET", "/", "", "", "", kindAPI},
+		{"JSON GET", "GET", "/", "", "application/json", "", kindAPI},
+		{"page load", "GET", "/", "", html, "", kindBrowser},
+		{"HEAD of a page", "HEAD", "/", "", html, "", kindBrowser},
+		{"POST of a form, even asking for HTML", "POST", "/", "", html, "", kindAPI},
+		{"status", "GET", "/", "status", "", "", kindStatus},
+		{"status in capitals", "GET", "/", "STATUS", "", "", kindStatus},
+		{"poll", "HEAD", "/", "poll", "application/json", "", kindPoll},
+		{"poll in mixed case", "HEAD", "/", "Poll", "", "", kindPoll},
+		{"an unknown reaper header value is ignored", "GET", "/", "wake", html, "", kindBrowser},
+		{"monitor by user agent", "GET", "/", "", html, "UptimeRobot/2.0", kindMonitor},
+		{"monitor by path", "GET", "/healthz", "", "", "", kindMonitor},
+		{"a poll that a filter matches is a poll", "HEAD", "/healthz", "poll", "", "", kindPoll},
+		{"a status request that a filter matches is a status request", "GET", "/", "status", "", "UptimeRobot", kindStatus},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(tc.method, tc.path, nil)
+			if tc.reaper != "" {
+				r.Header.Set(HeaderReaper, tc.reaper)
+			}
+			if tc.accept != "" {
+				r.Header.Set("Accept", tc.accept)
+			}
+			if tc.ua != "" {
+				r.Header.Set("User-Agent", tc.ua)
+			}
+			if got := cfg.classify(r); got != tc.want {
+				t.Errorf("classify = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAnswerFor_Table checks the protocol table for every kind × status × route
+// setting, against the rules of the reference protocol written out one by one.
+func TestAnswerFor_Table(t *testing.T) {
+	kinds := []requestKind{kindAPI, kindBrowser, kindMonitor, kindPoll, kindStatus}
+	if len(kinds) != len(kindNames) {
+		t.Fatalf("the test knows %d kinds, the code %d: add the new kind here", len(kinds), len(kindNames))
+	}
+	for _, k := range kinds {
+		for _, st := range Statuses {
+			for _, page := range []bool{true, false} {
+				for _, api := range []string{BehaviorHold, BehaviorUnavailable} {
+					got := answerFor(k, st, page, api)
+					want := expectedVerdict(k, st, page, api)
+					if got != want {
+						t.Errorf("%s for %s (waiting page %v, api %s) = %+v, want %+v", k, st, page, api, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// expectedVerdict is the protocol as docs/reaper.md states it, one rule per line.
+func expectedVerdict(k requestKind, st Status, page bool, api string) verdict {
+	sleeping := st == StatusDown || st == StatusWaitingForShutdown || st == StatusWaitingForUp
+	switch {
+	case k == kindStatus:
+		return verdict{reply: replyStatus}
+	case k == kindPoll && sleeping:
+		return verdict{reply: replyPoll, wake: true}
+	case k == kindPoll && st == StatusError:
+		return verdict{reply: replyPoll}
+	case k == kindPoll:
+		return verdict{reply: replyForwardQuiet}
+	case k == kindMonitor && sleeping:
+		return verdict{reply: replyMonitoring}
+	case k == kindMonitor:
+		return verdict{reply: replyForwardQuiet}
+	case !sleeping: // Up, Error (hands off), WaitingForInit (not known yet)
+		return verdict{reply: replyForward}
+	case k == kindBrowser && page:
+		return verdict{reply: replyWaitingPage, touch: true, wake: true}
+	case api == BehaviorUnavailable:
+		return verdict{reply: replyUnavailable, touch: true, wake: true}
+	}
+	return verdict{reply: replyHold, touch: true, wake: true}
+}
+
+// Every reply that answers in place of the app has an answer, and none of those
+// answers lets the request through.
+func TestAnswer_EveryReplyHasOne(t *testing.T) {
+	store, err := NewMemStore(MemStoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Plugin{Config: DefaultConfig(), engine: NewEngine(EngineOptions{Store: store}), app: &app{id: "a"}}
+	for r := replyStatus; r < replyHold; r++ {
+		ex := &plugin.Exchange{Request: httptest.NewRequest(http.MethodGet, "/", nil), ID: "r"}
+		a, err := p.answer(ex, r, StatusDown)
+		if err != nil || a == nil {
+			t.Errorf("answer(%s) = %v, %v; want an answer", r, a, err)
+			continue
+		}
+		if got := a.Header.Get(HeaderStatus); got != "Down" {
+			t.Errorf("answer(%s) is marked %q, want Down", r, got)
+		}
+	}
+	if _, err := p.answer(&plugin.Exchange{Request: httptest.NewRequest(http.MethodGet, "/", nil), ID: "r"}, replyForward, StatusUp); err == nil {
+		t.Error("answer(forward) gave no error; forwarding has no answer")
+	}
+}
