@@ -49,11 +49,11 @@ func callStep(st *state, inst *instance, step string) (a *Answer, err error) {
 	return inst.access.ValidateAccess(&st.ex)
 }
 
-func callDial(st *state, inst *instance, dialErr error) (retry bool, a *Answer) {
+func callDial(st *state, inst *instance, dialErr error) (act DialAction, a *Answer) {
 	defer func() {
 		if v := recover(); v != nil {
 			_ = st.recovered(inst, "dial_failure", v)
-			retry, a = false, nil // the usual 502 follows
+			act, a = DialPass, nil // the usual 502 follows
 		}
 	}()
 	return inst.dial.HandleDialFailure(&st.ex, dialErr)

@@ -24,17 +24,17 @@ func TestProxy_DialFailureRetry(t *testing.T) {
 	})}
 	defer backend.Close()
 	asked := &callLog{}
-	dial := func(ex *Exchange, err error) (bool, *Answer) {
+	dial := func(ex *Exchange, err error) (DialAction, *Answer) {
 		asked.add(ex.ID)
 		if !isDialFailure(err) {
 			t.Errorf("handler got %v, want a dial failure", err)
 		}
 		l := listen() // "start" the backend
 		if l == nil {
-			return false, nil
+			return DialPass, nil
 		}
 		go backend.Serve(l)
-		return true, nil
+		return DialRetry, nil
 	}
 	r := mustRouter(t, `
 routes:
@@ -72,15 +72,15 @@ func TestProxy_DialFailureHandlerAnswersOrGivesUp(t *testing.T) {
 	var calls atomic.Int32
 	var mode atomic.Value
 	mode.Store("answer")
-	dial := func(ex *Exchange, err error) (bool, *Answer) {
+	dial := func(ex *Exchange, err error) (DialAction, *Answer) {
 		calls.Add(1)
 		switch mode.Load() {
 		case "answer":
-			return false, JSONAnswer(503, map[string]string{"status": "waking"})
+			return DialAnswer, JSONAnswer(503, map[string]string{"status": "waking"})
 		case "retry":
-			return true, nil // the backend stays down: the retry fails too
+			return DialRetry, nil // the backend stays down: the retry fails too
 		}
-		return false, nil
+		return DialPass, nil
 	}
 	r := mustRouter(t, `
 routes:

@@ -195,17 +195,7 @@ func (st *state) runAccess(from int) bool {
 
 // stepDone handles a step's result; false means stop.
 func (st *state) stepDone(inst *instance, a *Answer, err error) bool {
-	if st.parked != nil {
-		if err == ErrParked {
-			return false // the gateway arms the watch when the handler returns
-		}
-		// The plugin took the connection over and then did not say so: nobody
-		// can answer the request any more.
-		st.logger().Error("plugin parked the request but did not return ErrParked", "plugin", inst.kind)
-		st.parked.conn.Close()
-		st.parked = nil
-		st.g.parkedAdd(-1)
-		st.clientGone = true
+	if !st.parkedAsSaid(inst, err == ErrParked) {
 		return false
 	}
 	switch {
@@ -220,6 +210,25 @@ func (st *state) stepDone(inst *instance, a *Answer, err error) bool {
 		return false
 	}
 	return true
+}
+
+// parkedAsSaid checks a step's word about parking against what it did: it
+// returns false when the request is parked (the gateway arms the watch when the
+// handler returns), or when the plugin took the connection over without saying
+// so — nobody can answer the request any more.
+func (st *state) parkedAsSaid(inst *instance, said bool) bool {
+	if st.parked == nil {
+		return true
+	}
+	if said {
+		return false
+	}
+	st.logger().Error("plugin parked the request but did not say so", "plugin", inst.kind)
+	st.parked.conn.Close()
+	st.parked = nil
+	st.g.parkedAdd(-1)
+	st.clientGone = true
+	return false
 }
 
 // appliesTo reports whether inst runs for this request (include/exclude).
@@ -262,17 +271,22 @@ func (st *state) dialFailed(from int, err error) {
 		}
 		st.step, st.dialing, st.dialFailure = i, true, err
 		counted := st.stepMayPark()
-		retry, a := callDial(st, inst, err)
+		act, a := callDial(st, inst, err)
 		st.step, st.dialing = -1, false
 		st.stepDidNotPark(counted)
-		if st.parked != nil || st.ex.Context().Err() != nil {
-			return // parked: the gateway arms the watch when the handler returns
+		if !st.parkedAsSaid(inst, act == DialParked) || st.ex.Context().Err() != nil {
+			return // parked (the gateway arms the watch when the handler returns), or nobody to answer
 		}
-		if a != nil {
-			st.writeAnswer(inst, a)
-			return
-		}
-		if retry {
+		switch act {
+		case DialParked:
+			st.logger().Error("plugin said it parked the request but did not", "plugin", inst.kind)
+		case DialAnswer:
+			if a != nil {
+				st.writeAnswer(inst, a)
+				return
+			}
+			st.logger().Error("plugin answered a dial failure without an answer", "plugin", inst.kind)
+		case DialRetry:
 			st.retried = true
 			r.proxy.ServeHTTP(&st.rec, st.ex.Request)
 			return

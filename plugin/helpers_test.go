@@ -131,15 +131,17 @@ func (p *stepsPlugin) TransformResponse(ex *Exchange, res *http.Response) error 
 
 // dialPlugin calls the func found in Services["dial"] on a dial failure.
 type dialPlugin struct {
-	f func(ex *Exchange, err error) (bool, *Answer)
+	f func(ex *Exchange, err error) (DialAction, *Answer)
 }
 
 func (p *dialPlugin) Provision(ctx ProvisionContext) error {
-	p.f = ctx.Services["dial"].(func(*Exchange, error) (bool, *Answer))
+	p.f = ctx.Services["dial"].(func(*Exchange, error) (DialAction, *Answer))
 	return nil
 }
 
-func (p *dialPlugin) HandleDialFailure(ex *Exchange, err error) (bool, *Answer) { return p.f(ex, err) }
+func (p *dialPlugin) HandleDialFailure(ex *Exchange, err error) (DialAction, *Answer) {
+	return p.f(ex, err)
+}
 
 // requiredPlugin has a required key, to check that a plugin without config is
 // still validated.

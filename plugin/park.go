@@ -57,8 +57,7 @@ const (
 // Park takes the request off its goroutine while it waits: the gateway keeps the
 // client's connection without reading from it, and calls gone (on another
 // goroutine, at most once) if the client hangs up first. After a successful Park,
-// ValidateAccess must return ErrParked (HandleDialFailure: false and no answer,
-// which the gateway ignores); Resume later runs the same method of the same
+// ValidateAccess must return ErrParked (HandleDialFailure: DialParked); Resume later runs the same method of the same
 // plugin again for the request, on a new goroutine, and the exchange goes on from
 // there as if it had never stopped.
 //

@@ -640,22 +640,22 @@ func (p *parkDialPlugin) Provision(ctx ProvisionContext) error {
 	return nil
 }
 
-func (p *parkDialPlugin) HandleDialFailure(ex *Exchange, err error) (bool, *Answer) {
+func (p *parkDialPlugin) HandleDialFailure(ex *Exchange, err error) (DialAction, *Answer) {
 	if ex.Value(resumedKey{}) != nil {
 		p.lot.log.add("resumed after " + err.Error())
-		return true, nil
+		return DialRetry, nil
 	}
 	if _, err := ex.BufferBody(64 << 10); err != nil {
-		return false, nil
+		return DialPass, nil
 	}
 	pk := ex.Park(nil)
 	if pk == nil {
 		p.lot.log.add("not parked")
-		return false, nil
+		return DialPass, nil
 	}
 	ex.SetValue(resumedKey{}, true)
 	p.lot.parked <- pk
-	return false, nil
+	return DialParked, nil
 }
 
 // A DialFailureHandler may park the request too: resumed, it is asked again with

@@ -60,13 +60,28 @@ type ResponseTransformer interface {
 // DialFailureHandler is consulted when the backend could not be reached at all: the
 // connection was refused or could not be opened, so the backend never saw the
 // request and no byte of its body was read. It may block (the reaper plugin wakes a
-// process that died and waits for it), or park the request (Exchange.Park): it is
-// then called again, with the same error, when the request is resumed. Returning retry sends the request once more
-// (at most once per request); returning an Answer gives it to the client instead;
-// neither gives the usual 502.
+// process that died and waits for it), or park the request (Exchange.Park, then
+// DialParked): it is then called again, with the same error, when the request is
+// resumed. The answer is used only with DialAnswer.
 type DialFailureHandler interface {
-	HandleDialFailure(ex *Exchange, err error) (retry bool, answer *Answer)
+	HandleDialFailure(ex *Exchange, err error) (DialAction, *Answer)
 }
+
+// DialAction is what a DialFailureHandler decided for a request whose backend
+// could not be reached.
+type DialAction uint8
+
+const (
+	// DialPass leaves the request to the route's next DialFailureHandler, or to
+	// the usual 502 when none decides.
+	DialPass DialAction = iota
+	// DialRetry sends the request once more (at most once per request).
+	DialRetry
+	// DialAnswer gives the handler's Answer to the client.
+	DialAnswer
+	// DialParked says the handler parked the request (Exchange.Park).
+	DialParked
+)
 
 // Provisioner is implemented by plugins that need more than their decoded config:
 // a shared service, a logger, a background resource. Provision runs after the

@@ -65,9 +65,9 @@ func TestDialFailure_MonitorsAndPollsGetTheirOwnAnswers(t *testing.T) {
 		settle()
 
 		mon := &plugin.Exchange{Request: apiRequest("GET", "/health"), ID: "m"}
-		retry, ans := p.HandleDialFailure(mon, nil)
-		if retry || ans == nil || ans.Status != 200 || ans.Header.Get(HeaderStatus) != "Down" {
-			t.Fatalf("monitor: retry %v, answer %+v", retry, ans)
+		act, ans := p.HandleDialFailure(mon, nil)
+		if act != plugin.DialAnswer || ans == nil || ans.Status != 200 || ans.Header.Get(HeaderStatus) != "Down" {
+			t.Fatalf("monitor: action %v, answer %+v", act, ans)
 		}
 		settle()
 		if n := fake.Count("start", "app"); n != 0 {
@@ -75,9 +75,9 @@ func TestDialFailure_MonitorsAndPollsGetTheirOwnAnswers(t *testing.T) {
 		}
 		pollReq := apiRequest("HEAD", "/page")
 		pollReq.Header.Set(HeaderReaper, "poll")
-		retry, ans = p.HandleDialFailure(&plugin.Exchange{Request: pollReq, ID: "p"}, nil)
-		if retry || ans == nil || ans.Status != 503 || ans.Header.Get("Retry-After") != "30" {
-			t.Fatalf("poll: retry %v, answer %+v", retry, ans)
+		act, ans = p.HandleDialFailure(&plugin.Exchange{Request: pollReq, ID: "p"}, nil)
+		if act != plugin.DialAnswer || ans == nil || ans.Status != 503 || ans.Header.Get("Retry-After") != "30" {
+			t.Fatalf("poll: action %v, answer %+v", act, ans)
 		}
 		settle()
 		if n := fake.Count("start", "app"); n != 1 {

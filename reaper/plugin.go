@@ -329,33 +329,39 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 // (overloaded, refusing connections), the usual 502 is given at once: holding
 // requests for an app that is up would let anyone pile them up. Requests waiting
 // for the job's verdict count against max_held.
-func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (bool, *plugin.Answer) {
+func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (plugin.DialAction, *plugin.Answer) {
 	if ph := resumedHold(ex); ph != nil {
 		// A request parked after the failure resumed: its hold has ended.
-		answer, done := p.afterHold(ex, ph.result())
-		if !done {
-			var err error
-			if answer, err = p.holdThenAdmit(ex); err != nil {
-				return false, nil // parked again
-			}
+		if answer, done := p.afterHold(ex, ph.result()); done {
+			return dialAction(answer, nil)
 		}
-		return answer == nil, answer
+		return dialAction(p.holdThenAdmit(ex))
 	}
 	a := p.app
 	k := p.classify(ex.Request)
 	if !p.engine.takeHeld(a, p.MaxHeld) {
-		return false, p.tooManyAnswer(ex, a.status())
+		return plugin.DialAnswer, p.tooManyAnswer(ex, a.status())
 	}
 	asleep := p.engine.recheck(ex.Context(), a, k != kindMonitor)
 	p.engine.dropHeld(a)
 	if !asleep {
-		return false, nil
+		return plugin.DialPass, nil
 	}
-	answer, err := p.respond(ex, k, a.status())
-	if err != nil || answer != nil {
-		return false, answer // err is plugin.ErrParked: the gateway sees the request parked
+	return dialAction(p.respond(ex, k, a.status()))
+}
+
+// dialAction says what an answer of the protocol means after a dial failure: no
+// answer lets the request through, so it is sent again.
+func dialAction(answer *plugin.Answer, err error) (plugin.DialAction, *plugin.Answer) {
+	switch {
+	case err == plugin.ErrParked:
+		return plugin.DialParked, nil
+	case err != nil:
+		return plugin.DialPass, nil // the usual 502
+	case answer != nil:
+		return plugin.DialAnswer, answer
 	}
-	return true, nil
+	return plugin.DialRetry, nil
 }
 
 // recheck asks the job to observe the app now (with a wake ask when wake is set)
