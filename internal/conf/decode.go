@@ -81,15 +81,11 @@ var (
 	validatorType   = reflect.TypeFor[Validator]()
 )
 
+// decode decodes n into v, reporting every problem to errs at path or below it. An
+// empty value keeps what v holds; a type that decodes itself does so, any other value
+// is decoded by its kind.
 func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string, errs *Errors) {
-	if n == nil {
-		return
-	}
-	d.nodes++
-	if d.nodes > maxNodes {
-		if d.nodes == maxNodes+1 {
-			errs.Add(path, "the document is too large (too many nodes once aliases are expanded)")
-		}
+	if n == nil || !d.countNode(path, errs) {
 		return
 	}
 	d.depth++
@@ -111,27 +107,56 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string, errs *Error
 	if isNull(n) {
 		return // an empty value keeps the default
 	}
-
-	if v.CanAddr() {
-		switch {
-		case v.Addr().Type().Implements(unmarshalerType):
-			v.Addr().Interface().(Unmarshaler).UnmarshalConf(d, n, path, errs)
-			return
-		case v.Type() == nodeType:
-			v.Set(reflect.ValueOf(*n))
-			return
-		case v.Addr().Type().Implements(textType):
-			s, ok := d.scalar(n, path, errs, "a string")
-			if !ok {
-				return
-			}
-			if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-				errs.Add(path, "%s", err.Error())
-			}
-			return
-		}
+	if d.decodeCustom(n, v, path, errs) {
+		return
 	}
+	d.decodeKind(n, v, path, errs)
+}
 
+// countNode counts one more node against maxNodes, aliases expanded, and reports
+// whether it may still be decoded. The document is said to be too large once only,
+// at the first node over the limit, so that an alias bomb gives one error, not millions.
+func (d *Decoder) countNode(path string, errs *Errors) bool {
+	d.nodes++
+	if d.nodes > maxNodes {
+		if d.nodes == maxNodes+1 {
+			errs.Add(path, "the document is too large (too many nodes once aliases are expanded)")
+		}
+		return false
+	}
+	return true
+}
+
+// decodeCustom decodes n into v when v's type says how to, and reports whether it did:
+// an Unmarshaler decodes itself, a yaml.Node keeps n as it is (for a later decode),
+// and an encoding.TextUnmarshaler parses the scalar's text. The order matters: a type
+// that is both an Unmarshaler and a TextUnmarshaler decodes itself.
+func (d *Decoder) decodeCustom(n *yaml.Node, v reflect.Value, path string, errs *Errors) bool {
+	if !v.CanAddr() {
+		return false
+	}
+	switch {
+	case v.Addr().Type().Implements(unmarshalerType):
+		v.Addr().Interface().(Unmarshaler).UnmarshalConf(d, n, path, errs)
+	case v.Type() == nodeType:
+		v.Set(reflect.ValueOf(*n))
+	case v.Addr().Type().Implements(textType):
+		s, ok := d.scalar(n, path, errs, "a string")
+		if !ok {
+			return true
+		}
+		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			errs.Add(path, "%s", err.Error())
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// decodeKind decodes n into v by v's kind. Any other kind (an array, a channel, a
+// function) is a mistake in the configuration type, not in the file, so it panics.
+func (d *Decoder) decodeKind(n *yaml.Node, v reflect.Value, path string, errs *Errors) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
@@ -155,25 +180,9 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string, errs *Error
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		d.decodeInt(n, v, path, errs)
 	case reflect.Float32, reflect.Float64:
-		s, ok := d.scalar(n, path, errs, "a number")
-		if !ok {
-			return
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			errs.Add(path, "%s is not a number", strconv.Quote(s))
-			return
-		}
-		v.SetFloat(f)
+		d.decodeFloat(n, v, path, errs)
 	case reflect.Interface:
-		var x any
-		if err := n.Decode(&x); err != nil {
-			errs.Add(path, "%s", err.Error())
-			return
-		}
-		if x != nil {
-			v.Set(reflect.ValueOf(x))
-		}
+		d.decodeAny(n, v, path, errs)
 	default:
 		panic(fmt.Sprintf("conf: cannot decode into %s at %s", v.Type(), path))
 	}
@@ -250,6 +259,33 @@ func (d *Decoder) decodeInt(n *yaml.Node, v reflect.Value, path string, errs *Er
 		return
 	}
 	v.SetUint(u)
+}
+
+// decodeFloat decodes a number, refusing NaN and the infinities.
+func (d *Decoder) decodeFloat(n *yaml.Node, v reflect.Value, path string, errs *Errors) {
+	s, ok := d.scalar(n, path, errs, "a number")
+	if !ok {
+		return
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		errs.Add(path, "%s is not a number", strconv.Quote(s))
+		return
+	}
+	v.SetFloat(f)
+}
+
+// decodeAny decodes n into an interface value with the YAML library's own rules
+// (maps, lists, strings, numbers): ${VAR} references are not expanded there.
+func (d *Decoder) decodeAny(n *yaml.Node, v reflect.Value, path string, errs *Errors) {
+	var x any
+	if err := n.Decode(&x); err != nil {
+		errs.Add(path, "%s", err.Error())
+		return
+	}
+	if x != nil {
+		v.Set(reflect.ValueOf(x))
+	}
 }
 
 func (d *Decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string, errs *Errors) {
