@@ -92,21 +92,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logf("holding %d bytes", opts.memory)
 	}
 
-	if opts.bootDelay > 0 {
-		logf("booting, listening in %s", opts.bootDelay)
-		t := time.NewTimer(opts.bootDelay)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			logf("stopped while booting")
-			return nil
-		case <-failC:
-			logf("failing while booting (--fail-after %s)", opts.failAfter)
-			return errFailAfter
-		case <-t.C:
-		}
+	if listen, err := boot(ctx, opts, failC, logf); !listen {
+		return err
 	}
-
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {
 		return fmt.Errorf("demoapp: listen: %w", err)
@@ -114,6 +102,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Taken at once: the port accepts connections from here on.
 	listening := time.Now()
 	a := newApp(opts.name, pid, started, listening, opts.latency)
+	return serve(ctx, ln, a, opts, failC, logf)
+}
+
+// boot plays the boot delay, during which the port stays closed. It reports whether
+// to go on and listen; when not, it returns nil if ctx ended first (a stop while
+// booting) and errFailAfter if --fail-after fired first (a failed boot).
+func boot(ctx context.Context, opts options, failC <-chan time.Time, logf func(string, ...any)) (listen bool, err error) {
+	if opts.bootDelay <= 0 {
+		return true, nil
+	}
+	logf("booting, listening in %s", opts.bootDelay)
+	t := time.NewTimer(opts.bootDelay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		logf("stopped while booting")
+		return false, nil
+	case <-failC:
+		logf("failing while booting (--fail-after %s)", opts.failAfter)
+		return false, errFailAfter
+	case <-t.C:
+		return true, nil
+	}
+}
+
+// serve serves a on ln until the server fails, --fail-after fires or ctx ends, and
+// blocks until the server has stopped. --fail-after plays a crash: the server closes
+// at once, with no grace for in-flight requests, and serve returns errFailAfter. The
+// end of ctx is a graceful stop (see shutdown), after which serve returns nil.
+func serve(ctx context.Context, ln net.Listener, a *app, opts options, failC <-chan time.Time, logf func(string, ...any)) error {
 	srv := &http.Server{
 		Handler: a.routes(),
 		// Bounded header reads; no write timeout, since /download, /slow and /stream
@@ -140,11 +158,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	logf("shutting down (%v)", context.Cause(ctx))
+	shutdown(srv, serveErr, a, opts.shutdownTimeout, logf)
+	return nil
+}
+
+// shutdown stops srv gracefully: it tells the WebSockets to go away (the server
+// forgets hijacked connections), lets in-flight requests finish for up to timeout and
+// then closes them, waits until Serve has returned on serveErr, and last gives the
+// WebSocket handlers wsDrainTimeout to return.
+func shutdown(srv *http.Server, serveErr <-chan error, a *app, timeout time.Duration, logf func(string, ...any)) {
 	a.closeWebSockets()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), opts.shutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		logf("shutdown: in-flight requests still running after %s, closing them", opts.shutdownTimeout)
+		logf("shutdown: in-flight requests still running after %s, closing them", timeout)
 		_ = srv.Close()
 	}
 	<-serveErr
@@ -152,7 +179,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logf("websocket handlers still running after %s", wsDrainTimeout)
 	}
 	logf("stopped")
-	return nil
 }
 
 // watchSignals returns a context that ends on SIGINT, and on SIGTERM unless
