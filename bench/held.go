@@ -61,6 +61,9 @@ type heldRun struct {
 	wg       sync.WaitGroup
 }
 
+// runHeld runs part F: it starts reaper with the sleeping app, sends every request,
+// sees them all held, samples reaper's memory until the app is up, then waits for
+// every answer and prints the report.
 func runHeld(ctx context.Context, e *env) ([]verdict, error) {
 	n := 10000
 	if e.opts.quick {
@@ -77,15 +80,7 @@ func runHeld(ctx context.Context, e *env) ([]verdict, error) {
 		return nil, err
 	}
 	defer node.shutdown(e.demoBin)
-	gw := netip.MustParseAddrPort(node.gateway)
-	appAddr := netip.MustParseAddrPort(addr)
-	c := newClient(10 * time.Second)
-	err = waitStatus(ctx, c, node.gateway, heldHost, "Down", startTimeout)
-	c.CloseIdleConnections() // only the held requests may be connected from here on
-	if err != nil {
-		return nil, err
-	}
-	idle, err := procfs.ReadMemory(node.pid())
+	idle, err := waitHeldIdle(ctx, node)
 	if err != nil {
 		return nil, err
 	}
@@ -98,28 +93,9 @@ func runHeld(ctx context.Context, e *env) ([]verdict, error) {
 		return nil, err
 	}
 	written := time.Since(started)
-
-	// Wait until reaper has read every request: every connection accepted, no
-	// byte unread. The app must not be up yet (no answer), or the figure would
-	// not be that of a node holding them all.
-	var socks procfs.ServerSockets
-	deadline := started.Add(heldBootDelay - time.Second)
-	for {
-		if socks, err = procfs.ReadServerSockets(gw); err != nil {
-			return nil, err
-		}
-		if socks.Established >= n && socks.Settled() {
-			break
-		}
-		if a := run.answered.Load(); a > 0 {
-			return nil, fmt.Errorf("%d requests were answered before all %d were held: %s", a, n, run.firstAnswer())
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("not all %d requests held %s after the first: sockets %+v", n, time.Since(started).Round(time.Millisecond), socks)
-		}
-		if !sleepCtx(ctx, 50*time.Millisecond) { // poll /proc
-			return nil, ctx.Err()
-		}
+	socks, err := run.waitAllHeld(ctx, node.gateway, started)
+	if err != nil {
+		return nil, err
 	}
 	allHeld := time.Since(started)
 	e.progressf("F: all %d held after %s; sampling reaper's memory until the app is up", n, allHeld.Round(time.Millisecond))
@@ -128,49 +104,15 @@ func runHeld(ctx context.Context, e *env) ([]verdict, error) {
 			return nil, err
 		}
 	}
-
-	// Sample RSS while they are all held: until the app's port opens. A sample
-	// counts only if the app was still not listening after it was taken.
-	var peak procfs.Memory
-	samples, fds := 0, 0
-	for {
-		m, err := procfs.ReadMemory(node.pid())
-		if err != nil {
-			return nil, err
-		}
-		open, _ := procfs.OpenFiles(node.pid())
-		app, err := procfs.ReadServerSockets(appAddr)
-		if err != nil {
-			return nil, err
-		}
-		if app.Listening || run.answered.Load() > 0 {
-			break
-		}
-		if m.RSS > peak.RSS {
-			peak, fds = m, open
-		}
-		samples++
-		if time.Since(started) > heldBootDelay+answerTimeout {
-			return nil, errors.New("the app never opened its port")
-		}
-		if !sleepCtx(ctx, 100*time.Millisecond) { // sampling interval
-			return nil, ctx.Err()
-		}
-	}
-	if samples == 0 {
-		return nil, errors.New("the app opened its port before reaper's memory could be sampled")
+	peak, fds, samples, err := run.sampleRSS(ctx, node.pid(), addr, started)
+	if err != nil {
+		return nil, err
 	}
 
 	e.progressf("F: the app is up; waiting for %d answers", n)
 	released := time.Now()
-	done := make(chan struct{})
-	go func() { run.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(answerTimeout):
-		return nil, fmt.Errorf("%d of %d answers after %s", run.answered.Load(), n, answerTimeout)
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := run.waitAnswers(ctx); err != nil {
+		return nil, err
 	}
 	releaseTime := time.Since(released)
 	after, _ := procfs.ReadMemory(node.pid())
@@ -182,6 +124,99 @@ func runHeld(ctx context.Context, e *env) ([]verdict, error) {
 		fds: fds, releaseTime: releaseTime, after: after, tally: r, woken: woken,
 		problems: node.log.problems(),
 	}), nil
+}
+
+// waitHeldIdle waits until reaper shows the app Down, closes the connections it used
+// for that, and returns reaper's memory then: idle, before any request is held.
+func waitHeldIdle(ctx context.Context, node *reaperNode) (procfs.Memory, error) {
+	c := newClient(10 * time.Second)
+	err := waitStatus(ctx, c, node.gateway, heldHost, "Down", startTimeout)
+	c.CloseIdleConnections() // only the held requests may be connected from here on
+	if err != nil {
+		return procfs.Memory{}, err
+	}
+	return procfs.ReadMemory(node.pid())
+}
+
+// waitAllHeld waits until reaper has read every request: every connection to the
+// gateway accepted, no byte unread. The app must not be up yet (no answer), or the
+// figure would not be that of a node holding them all: so it fails at the first
+// answer, and gives up a second before the app's boot delay since started. It returns
+// the sockets as last seen.
+func (run *heldRun) waitAllHeld(ctx context.Context, gateway string, started time.Time) (procfs.ServerSockets, error) {
+	gw, n := netip.MustParseAddrPort(gateway), len(run.reqs)
+	deadline := started.Add(heldBootDelay - time.Second)
+	for {
+		socks, err := procfs.ReadServerSockets(gw)
+		if err != nil {
+			return socks, err
+		}
+		if socks.Established >= n && socks.Settled() {
+			return socks, nil
+		}
+		if a := run.answered.Load(); a > 0 {
+			return socks, fmt.Errorf("%d requests were answered before all %d were held: %s", a, n, run.firstAnswer())
+		}
+		if time.Now().After(deadline) {
+			return socks, fmt.Errorf("not all %d requests held %s after the first: sockets %+v", n, time.Since(started).Round(time.Millisecond), socks)
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) { // poll /proc
+			return socks, ctx.Err()
+		}
+	}
+}
+
+// sampleRSS samples the memory of reaper (pid) every 100 ms while it holds every
+// request: until the app's port (appAddr, host:port) opens or an answer comes. A
+// sample counts only if the app was still not listening after it was taken. It
+// returns the sample with the highest RSS, the files reaper had open then, and how
+// many samples counted; it fails if none did, or if the app has not opened its port
+// answerTimeout after its boot delay since started.
+func (run *heldRun) sampleRSS(ctx context.Context, pid int, appAddr string, started time.Time) (peak procfs.Memory, fds, samples int, err error) {
+	app := netip.MustParseAddrPort(appAddr)
+	for {
+		m, err := procfs.ReadMemory(pid)
+		if err != nil {
+			return peak, fds, samples, err
+		}
+		open, _ := procfs.OpenFiles(pid)
+		appSocks, err := procfs.ReadServerSockets(app)
+		if err != nil {
+			return peak, fds, samples, err
+		}
+		if appSocks.Listening || run.answered.Load() > 0 {
+			break
+		}
+		if m.RSS > peak.RSS {
+			peak, fds = m, open
+		}
+		samples++
+		if time.Since(started) > heldBootDelay+answerTimeout {
+			return peak, fds, samples, errors.New("the app never opened its port")
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) { // sampling interval
+			return peak, fds, samples, ctx.Err()
+		}
+	}
+	if samples == 0 {
+		return peak, fds, samples, errors.New("the app opened its port before reaper's memory could be sampled")
+	}
+	return peak, fds, samples, nil
+}
+
+// waitAnswers waits until every request has its answer, or its error, for
+// answerTimeout at most.
+func (run *heldRun) waitAnswers(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { run.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(answerTimeout):
+		return fmt.Errorf("%d of %d answers after %s", run.answered.Load(), len(run.reqs), answerTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // heldConfig is the reaper of part F.
