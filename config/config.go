@@ -195,7 +195,9 @@ func (n *Node) Validate(path string, errs *conf.Errors) {
 
 // Validate checks the TLS section.
 func (t *TLS) Validate(path string, errs *conf.Errors) {
-	for key, file := range map[string]string{"cert": t.Cert, "key": t.Key} {
+	// In the file's order, so that the errors always come in the same order.
+	for _, f := range []struct{ key, file string }{{"cert", t.Cert}, {"key", t.Key}} {
+		key, file := f.key, f.file
 		if file == "" {
 			errs.Add(conf.Key(path, key), "is required with tls")
 		} else if _, err := os.Stat(file); err != nil {
