@@ -208,8 +208,7 @@ func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	app := a.Engine.app(id)
-	app.lastAsk.Store(0) // an operator's ask is never coalesced away
-	a.Engine.askWake(app, time.Now())
+	a.Engine.asks.askNow(app, time.Now())
 	writeJSON(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true})
 }
 
@@ -254,9 +253,7 @@ func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 	_ = a.Store.AppendHistory(ctx, Transition{AppID: id, From: rec.Status, To: next.Status, Cause: next.Cause, At: now})
 	a.Engine.Apply(next)
 	unlock() // before the ask: the job must find the lock free
-	if box := a.Engine.asker.Load(); box != nil {
-		_ = box.Ask(ctx, id)
-	}
+	a.Engine.asks.look(ctx, id)
 	writeJSON(w, http.StatusOK, map[string]any{"app_id": id, "status": next.Status})
 }
 

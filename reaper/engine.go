@@ -13,14 +13,6 @@ import (
 	"github.com/reapergw/reaper/plugin"
 )
 
-// Asker is where a node's wake asks go once stored: the local job on a single node
-// or on the leader, the leader's internal API elsewhere. Ask must not block for long
-// (it is bounded by ctx) and may fail: the stored ask is then handled by the job's
-// next pass.
-type Asker interface {
-	Ask(ctx context.Context, appID string) error
-}
-
 // EngineOptions configures an Engine.
 type EngineOptions struct {
 	Node   string
@@ -50,14 +42,16 @@ type EngineOptions struct {
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their
-// last known records, counts their traffic in memory, holds requests for sleeping
-// apps and sends wake asks. Nothing on the path of a request for an awake app waits
-// on I/O: records are cached, traffic is flushed in the background.
+// last known records, counts their traffic in memory (traffic.go), holds requests
+// for sleeping apps (hold.go) and sends wake asks (wakeask.go). Nothing on the path
+// of a request for an awake app waits on I/O: records are cached, traffic is
+// flushed in the background.
 type Engine struct {
 	opts  EngineOptions
 	store Store
 	log   *slog.Logger
-	asker atomic.Pointer[askerBox]
+	asks  *wakeAsks
+	holds *holds
 
 	mu   sync.RWMutex
 	apps map[string]*app
@@ -66,16 +60,7 @@ type Engine struct {
 	flushNow chan struct{}
 	storeErr throttle
 	flushErr throttle
-	askErr   throttle
-	stopping chan struct{} // closed by Shutdown
-	// heldBodies is how many bytes of held requests' bodies are in memory.
-	heldBodies atomic.Int64
-	held       atomic.Int64 // requests held on this node, all apps
-	heldFull   throttle     // logs that the node-wide bound was reached
-	stopOnce   sync.Once
 }
-
-type askerBox struct{ Asker }
 
 // ManagedApp is an app at least one route manages, with the merged policy of those
 // routes: the longest grace period and fail timeout, every keep-up window.
@@ -86,26 +71,19 @@ type ManagedApp struct {
 	Policy Policy
 }
 
-// app is the node's view of one app.
+// app is the node's view of one app: its last known record, and this node's
+// traffic, wake asks and held requests for it.
 type app struct {
 	id string
 
 	rec      atomic.Pointer[Record] // nil: never observed (WaitingForInit)
+	upSeen   atomic.Int64           // unix nanoseconds, this node's clock, when it saw the app come up
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced on every record change
 
-	lastAccess atomic.Int64  // unix nanoseconds of the latest request end or start
-	flushed    atomic.Int64  // lastAccess at the last flush
-	inFlight   atomic.Int64  // requests and connections passing through
-	held       atomic.Int64  // requests waiting for the app
-	lastAsk    atomic.Int64  // unix nanoseconds of the last wake ask
-	lastLook   atomic.Int64  // unix nanoseconds of the last look asked without a wake
-	upSeen     atomic.Int64  // unix nanoseconds, this node's clock, when it saw the app come up
-	waiting    atomic.Bool   // the waiter loop runs
-	poked      chan struct{} // capacity 1: wakes the waiter loop
-
-	holdMu  sync.Mutex
-	holders map[*holder]struct{} // the requests held on this node
+	appTraffic
+	appAsks
+	appHolds
 
 	// guarded by Engine.mu
 	owner  string
@@ -121,39 +99,40 @@ type claim struct {
 // NewEngine returns an engine with no app; routes register theirs as the reaper
 // plugin is provisioned. Call Run to start its background work.
 func NewEngine(opts EngineOptions) *Engine {
-	if opts.FlushInterval <= 0 {
-		opts.FlushInterval = 5 * time.Second
-	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = 2 * time.Second
-	}
-	if opts.AskInterval <= 0 {
-		opts.AskInterval = 10 * time.Second
-	}
-	if opts.AskTTL <= 0 {
-		opts.AskTTL = 30 * time.Minute
-	}
+	orDefault(&opts.FlushInterval, 5*time.Second)
+	orDefault(&opts.PollInterval, 2*time.Second)
+	orDefault(&opts.AskInterval, 10*time.Second)
+	orDefault(&opts.AskTTL, 30*time.Minute)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{
+	e := &Engine{
 		opts:     opts,
 		store:    opts.Store,
 		log:      opts.Logger,
 		apps:     map[string]*app{},
 		refresh:  make(chan string, 256),
 		flushNow: make(chan struct{}, 1),
-		stopping: make(chan struct{}),
+		asks:     &wakeAsks{store: opts.Store, interval: opts.AskInterval, ttl: opts.AskTTL, log: opts.Logger},
+	}
+	e.holds = newHolds(e, opts.PollInterval, opts.MaxHeld, opts.Logger)
+	return e
+}
+
+// orDefault sets *v to d when it is not set (zero or less).
+func orDefault[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 
 // Shutdown answers every held request at once (a 503 saying the gateway restarts)
 // and refuses new holds, so that a draining node does not keep clients waiting for
 // an app it will not see wake. Idempotent.
-func (e *Engine) Shutdown() { e.stopOnce.Do(func() { close(e.stopping) }) }
+func (e *Engine) Shutdown() { e.holds.shutdown() }
 
 // SetAsker sets where wake asks go; until it is set, asks are only stored.
-func (e *Engine) SetAsker(a Asker) { e.asker.Store(&askerBox{a}) }
+func (e *Engine) SetAsker(a Asker) { e.asks.setAsker(a) }
 
 // Register makes the route a manager of cfg.AppID. Called when the reaper plugin
 // is provisioned; a reload registers the new routes before unregistering the old.
@@ -162,7 +141,8 @@ func (e *Engine) Register(routeID, routeName string, cfg *Config) {
 	defer e.mu.Unlock()
 	a := e.apps[cfg.AppID]
 	if a == nil {
-		a = &app{id: cfg.AppID, notify: make(chan struct{}), poked: make(chan struct{}, 1), claims: map[*Config]claim{}}
+		a = &app{id: cfg.AppID, notify: make(chan struct{}), claims: map[*Config]claim{}}
+		a.poked = make(chan struct{}, 1)
 		e.apps[cfg.AppID] = a
 		select {
 		case e.refresh <- cfg.AppID: // learn its record soon
@@ -280,10 +260,7 @@ func (e *Engine) Apply(rec Record) {
 		}
 		if a.rec.CompareAndSwap(cur, &rec) {
 			if cur == nil || cur.Status != rec.Status {
-				// Asks are coalesced within one sleep; a new status starts afresh,
-				// so that a request right after the app went back to sleep asks at
-				// once rather than waiting out the previous ask's interval.
-				a.lastAsk.Store(0)
+				e.asks.restart(a)
 				a.notifyMu.Lock()
 				close(a.notify)
 				a.notify = make(chan struct{})
@@ -340,6 +317,18 @@ func (e *Engine) Run(ctx context.Context) {
 		case <-e.flushNow:
 			e.Flush(ctx)
 		}
+	}
+}
+
+// lookAgain re-reads the app's record, in case a notification was missed, and
+// asks again for a wake if it still sleeps: the holds' lookout, while requests
+// wait for it.
+func (e *Engine) lookAgain(a *app) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.opts.PollInterval)
+	e.refreshOne(ctx, a.id)
+	cancel()
+	if a.status().Asleep() {
+		e.asks.ask(a, time.Now())
 	}
 }
 

@@ -3,93 +3,60 @@ package reaper
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/reapergw/reaper/plugin"
 )
 
-// Wake asks and held requests. A burst of requests on a sleeping app makes one ask
-// per node, asked again every AskInterval while requests wait. Held requests wait on
-// a channel that the node closes when the app's record changes, so they are released
-// the moment the app is up; one waiter loop per app re-reads the record from the
-// store as a fallback and repeats the ask, however many requests wait.
+// holds keeps the requests that wait on this node for their apps to wake. Each
+// held request is a registration (a holder) that exactly one of these settles:
+// its app's waiter loop (the record changed, or the request's ready delay
+// passed), a timer at the request's deadline, the node's shutdown, or the
+// request's end (cancel). Held requests wait on nothing of their own: one waiter
+// loop per app runs while any wait, however many they are, and releases them the
+// moment the app's record says it is up.
+type holds struct {
+	// lookout re-reads an app's record and asks again for its wake, at every
+	// pollInterval while requests wait, in case a notification was missed.
+	lookout      lookout
+	pollInterval time.Duration
+	// maxHeld bounds the requests held on this node, all apps together (each
+	// app is also bounded by its routes' max_held); 0 means no bound.
+	maxHeld int
+	log     *slog.Logger
 
-// askWake asks for the app to be woken, unless this node asked less than
-// AskInterval ago. The ask is stored, then passed to the Asker, in the background:
-// the request never waits on it.
-func (e *Engine) askWake(a *app, now time.Time) {
-	last := a.lastAsk.Load()
-	if now.UnixNano()-last < int64(e.opts.AskInterval) || !a.lastAsk.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
-	go e.sendAsk(a, now)
+	held     atomic.Int64 // requests held on this node, all apps
+	full     throttle     // logs that maxHeld was reached
+	bodies   atomic.Int64 // bytes of held requests' bodies in memory
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
-// askSoon asks for a wake past the usual coalescing, but at most once a second:
-// a refused connection or a platform's "no instance" answer is a sign that the
-// app is down, and a burst of them must still make few asks.
-func (e *Engine) askSoon(a *app, now time.Time) {
-	if last := a.lastAsk.Load(); now.UnixNano()-last >= int64(time.Second) {
-		a.lastAsk.CompareAndSwap(last, 0)
-	}
-	e.askWake(a, now)
+// lookout is what the holds of an app need from the engine while they wait: a
+// fresh look at the app (its record re-read from the store, and a wake asked
+// again if it still sleeps).
+type lookout interface {
+	lookAgain(a *app)
 }
 
-// lookSoon asks the job to observe the app, without a wake ask, at most once a
-// second: for requests that must never wake an app (monitors).
-func (e *Engine) lookSoon(a *app, now time.Time) {
-	last := a.lastLook.Load()
-	if now.UnixNano()-last < int64(time.Second) || !a.lastLook.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
-	if box := e.asker.Load(); box != nil {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = box.Ask(ctx, a.id)
-		}()
-	}
+// appHolds is one app's side of holds.
+type appHolds struct {
+	held    atomic.Int64  // requests waiting for the app, and refused requests waiting for the job's verdict
+	waiting atomic.Bool   // the waiter loop runs
+	poked   chan struct{} // capacity 1: wakes the waiter loop
+
+	holdMu  sync.Mutex
+	holders map[*holder]struct{} // the requests held on this node
 }
 
-// sendAsk stores the ask, then passes it to the Asker. An ask the store did not
-// keep does not count as made (the job cannot act on it while the store is down):
-// the next request asks again at once.
-func (e *Engine) sendAsk(a *app, at time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	stored := true
-	if err := e.store.AskWake(ctx, a.id, at, e.opts.AskTTL); err != nil {
-		stored = false
-		e.storeErr.log(e.log, "storing a wake ask failed; passing it to the job directly", err)
-	}
-	if box := e.asker.Load(); box != nil {
-		if err := box.Ask(ctx, a.id); err != nil {
-			e.askErr.log(e.log, "passing a wake ask to the job failed; a stored ask waits for its next pass", fmt.Errorf("%s: %w", a.id, err))
-		}
-	}
-	if !stored {
-		a.lastAsk.CompareAndSwap(at.UnixNano(), 0)
-	}
+func newHolds(l lookout, pollInterval time.Duration, maxHeld int, log *slog.Logger) *holds {
+	return &holds{lookout: l, pollInterval: pollInterval, maxHeld: maxHeld, log: log, stopping: make(chan struct{})}
 }
 
-// Bodies of held requests read into memory: at most heldBodyLimit each, and
-// heldBodyBudget for the whole node.
-const (
-	heldBodyLimit  = 64 << 10
-	heldBodyBudget = 64 << 20
-)
-
-// reserveBody takes n bytes of the node's budget for held bodies, if it has them.
-func (e *Engine) reserveBody(n int64) bool {
-	if e.heldBodies.Add(n) > heldBodyBudget {
-		e.heldBodies.Add(-n)
-		return false
-	}
-	return true
-}
-
-func (e *Engine) releaseBody(n int64) { e.heldBodies.Add(-n) }
+// shutdown settles every hold at once (holdShutdown) and refuses new ones.
+// Idempotent.
+func (h *holds) shutdown() { h.stopOnce.Do(func() { close(h.stopping) }) }
 
 // holdResult is how a hold ended.
 type holdResult int
@@ -104,25 +71,24 @@ const (
 	holdParked                     // the request waits off its goroutine (plugin.ErrParked)
 )
 
-// A holder is one request waiting for its app. The app's waiter loop, its deadline
-// timer, the node's shutdown or the request's end (cancelHold) settles it, once.
+// A holder is one request waiting for its app.
 type holder struct {
 	readyDelay time.Duration
 	deadline   time.Time
 	timer      *time.Timer      // fires at the request's deadline
 	done       func(holdResult) // told how the hold ended; never called under a lock
-	settled    bool             // under app.holdMu
+	settled    bool             // under appHolds.holdMu
 }
 
-// startHold makes the request wait for the app: until it is up plus readyDelay, in
+// start makes the request wait for the app: until it is up plus readyDelay, in
 // Error, past deadline, or until the node shuts down. When the outcome is known
 // at once (the app is ready already, max_held is reached, the node is shutting
 // down) it returns it and a nil holder. Otherwise done is called later, exactly
-// once, from another goroutine — unless cancelHold returns true first. The request
+// once, from another goroutine — unless cancel returns true first. The request
 // counts as held until then.
-func (e *Engine) startHold(a *app, maxHeld int, readyDelay time.Duration, deadline time.Time, done func(holdResult)) (*holder, holdResult) {
+func (h *holds) start(a *app, maxHeld int, readyDelay time.Duration, deadline time.Time, done func(holdResult)) (*holder, holdResult) {
 	select {
-	case <-e.stopping:
+	case <-h.stopping:
 		return nil, holdShutdown
 	default:
 	}
@@ -133,74 +99,92 @@ func (e *Engine) startHold(a *app, maxHeld int, readyDelay time.Duration, deadli
 	if !now.Before(deadline) {
 		return nil, holdTimedOut
 	}
-	if !e.takeHeld(a, maxHeld) {
+	if !h.take(a, maxHeld) {
 		return nil, holdTooMany
 	}
-	h := &holder{readyDelay: readyDelay, deadline: deadline, done: done}
+	r := &holder{readyDelay: readyDelay, deadline: deadline, done: done}
 	a.holdMu.Lock()
 	if a.holders == nil {
 		a.holders = make(map[*holder]struct{})
 	}
-	a.holders[h] = struct{}{}
-	h.timer = time.AfterFunc(time.Until(deadline), func() {
-		if e.cancelHold(a, h) {
-			h.done(holdTimedOut)
+	a.holders[r] = struct{}{}
+	r.timer = time.AfterFunc(time.Until(deadline), func() {
+		if h.cancel(a, r) {
+			r.done(holdTimedOut)
 		}
 	})
 	a.holdMu.Unlock()
 	// The waiter loop may have taken its last look before the holder was added:
 	// shutting down, or the app ready meanwhile.
 	select {
-	case <-e.stopping:
-		if e.cancelHold(a, h) {
+	case <-h.stopping:
+		if h.cancel(a, r) {
 			return nil, holdShutdown
 		}
 	default:
 	}
 	a.poke()
 	if a.waiting.CompareAndSwap(false, true) {
-		go e.waiterLoop(a)
+		go h.loop(a)
 	}
-	return h, 0
+	return r, 0
 }
 
-// cancelHold withdraws a holder; false means it was settled already (its done
-// was or is being called).
-func (e *Engine) cancelHold(a *app, h *holder) bool {
+// cancel withdraws a holder; false means it was settled already (its done was or
+// is being called).
+func (h *holds) cancel(a *app, r *holder) bool {
 	a.holdMu.Lock()
-	if h.settled {
+	if r.settled {
 		a.holdMu.Unlock()
 		return false
 	}
-	h.settled = true
-	delete(a.holders, h)
+	r.settled = true
+	delete(a.holders, r)
 	a.holdMu.Unlock()
-	h.timer.Stop()
-	e.dropHeld(a)
+	r.timer.Stop()
+	h.drop(a)
 	return true
 }
 
-// takeHeld counts one more request held for a, unless that would pass maxHeld
-// for the app or the node's bound.
-func (e *Engine) takeHeld(a *app, maxHeld int) bool {
+// take counts one more request held for a, unless that would pass maxHeld for
+// the app or the node's bound.
+func (h *holds) take(a *app, maxHeld int) bool {
 	if a.held.Add(1) > int64(maxHeld) {
 		a.held.Add(-1)
 		return false
 	}
-	if n := e.held.Add(1); e.opts.MaxHeld > 0 && n > int64(e.opts.MaxHeld) {
-		e.held.Add(-1)
+	if n := h.held.Add(1); h.maxHeld > 0 && n > int64(h.maxHeld) {
+		h.held.Add(-1)
 		a.held.Add(-1)
-		e.heldFull.log(e.log, "a request was not held: this node holds reaper.max_held requests already", fmt.Errorf("reaper.max_held is %d (app %s)", e.opts.MaxHeld, a.id))
+		h.full.log(h.log, "a request was not held: this node holds reaper.max_held requests already", fmt.Errorf("reaper.max_held is %d (app %s)", h.maxHeld, a.id))
 		return false
 	}
 	return true
 }
 
-// dropHeld counts one request less held for a.
-func (e *Engine) dropHeld(a *app) {
+// drop counts one request less held for a.
+func (h *holds) drop(a *app) {
 	a.held.Add(-1)
-	e.held.Add(-1)
+	h.held.Add(-1)
 }
+
+// Bodies of held requests read into memory: at most heldBodyLimit each, and
+// heldBodyBudget for the whole node.
+const (
+	heldBodyLimit  = 64 << 10
+	heldBodyBudget = 64 << 20
+)
+
+// reserveBody takes n bytes of the node's budget for held bodies, if it has them.
+func (h *holds) reserveBody(n int64) bool {
+	if h.bodies.Add(n) > heldBodyBudget {
+		h.bodies.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (h *holds) releaseBody(n int64) { h.bodies.Add(-n) }
 
 // holdOutcome says how a hold ends given the app's record, when it ends now:
 // released when the app is up and readyDelay has passed since this node saw it
@@ -225,133 +209,89 @@ func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, deadline, 
 	return 0, false
 }
 
-// settleHolders ends the holds whose outcome is known: all of them when shutting
-// down, the ready ones when the app is up, all of them when it is in Error. It
-// returns when the next holder will be ready (zero if none waits for that).
-func (e *Engine) settleHolders(a *app, now time.Time, shutdown bool) (next time.Time) {
+// settle ends the holds whose outcome is known: all of them when shutting down,
+// the ready ones when the app is up, all of them when it is in Error. It returns
+// when the next holder will be ready (zero if none waits for that).
+func (h *holds) settle(a *app, now time.Time, shutdown bool) (next time.Time) {
 	rec := a.rec.Load()
 	if !shutdown && (rec == nil || (rec.Status != StatusUp && rec.Status != StatusError)) {
 		return time.Time{} // asleep: nothing to settle, however many wait
 	}
 	upSeen := a.upSeen.Load()
 	type ended struct {
-		h   *holder
+		r   *holder
 		res holdResult
 	}
 	var out []ended
 	a.holdMu.Lock()
-	for h := range a.holders {
+	for r := range a.holders {
 		res, ok := holdShutdown, true
 		if !shutdown {
-			res, ok = holdOutcome(rec, upSeen, h.readyDelay, h.deadline, now)
+			res, ok = holdOutcome(rec, upSeen, r.readyDelay, r.deadline, now)
 		}
 		if !ok {
-			if at := time.Unix(0, upSeen).Add(h.readyDelay); next.IsZero() || at.Before(next) {
+			if at := time.Unix(0, upSeen).Add(r.readyDelay); next.IsZero() || at.Before(next) {
 				next = at
 			}
 			continue
 		}
-		h.settled = true
-		delete(a.holders, h)
-		out = append(out, ended{h, res})
+		r.settled = true
+		delete(a.holders, r)
+		out = append(out, ended{r, res})
 	}
 	a.holdMu.Unlock()
 	for _, x := range out {
-		x.h.timer.Stop()
-		e.dropHeld(a)
-		x.h.done(x.res)
+		x.r.timer.Stop()
+		h.drop(a)
+		x.r.done(x.res)
 	}
 	return next
 }
 
-// hold waits on the caller's goroutine until the hold ends or ctx does (holdGone).
-func (e *Engine) hold(ctx context.Context, a *app, maxHeld int, readyDelay time.Duration, deadline time.Time) holdResult {
+// wait holds the request on the caller's goroutine until the hold ends or ctx
+// does (holdGone).
+func (h *holds) wait(ctx context.Context, a *app, maxHeld int, readyDelay time.Duration, deadline time.Time) holdResult {
 	ch := make(chan holdResult, 1)
-	h, res := e.startHold(a, maxHeld, readyDelay, deadline, func(r holdResult) { ch <- r })
-	if h == nil {
+	r, res := h.start(a, maxHeld, readyDelay, deadline, func(res holdResult) { ch <- res })
+	if r == nil {
 		return res
 	}
-	return e.awaitHold(ctx, a, h, ch)
+	return h.await(ctx, a, r, ch)
 }
 
-// awaitHold waits for the result of h, sent on ch, or for ctx to end.
-func (e *Engine) awaitHold(ctx context.Context, a *app, h *holder, ch <-chan holdResult) holdResult {
+// await waits for the result of r, sent on ch, or for ctx to end.
+func (h *holds) await(ctx context.Context, a *app, r *holder, ch <-chan holdResult) holdResult {
 	select {
-	case r := <-ch:
-		return r
+	case res := <-ch:
+		return res
 	case <-ctx.Done():
-		if e.cancelHold(a, h) {
+		if h.cancel(a, r) {
 			return holdGone
 		}
 		return <-ch
 	}
 }
 
-// parkedHold is the hold of a request that may be parked (plugin.Exchange.Park):
-// its result resumes the parked request, which reads it when the gateway runs the
-// plugin again; a request that could not be parked after all waits on ch.
-type parkedHold struct {
-	ch chan holdResult // capacity 1
-
-	mu      sync.Mutex
-	pk      *plugin.Parked
-	res     holdResult
-	settled bool
-}
-
-func newParkedHold() *parkedHold { return &parkedHold{ch: make(chan holdResult, 1)} }
-
-// settle is the holder's done function.
-func (ph *parkedHold) settle(r holdResult) {
-	ph.mu.Lock()
-	ph.res, ph.settled = r, true
-	pk := ph.pk
-	ph.mu.Unlock()
-	if pk != nil {
-		pk.Resume() // false only when the client left: nobody to answer
-		return
-	}
-	ph.ch <- r
-}
-
-// park attaches the parked request, resuming it at once if the hold ended already.
-func (ph *parkedHold) park(pk *plugin.Parked) {
-	ph.mu.Lock()
-	ph.pk = pk
-	settled := ph.settled
-	ph.mu.Unlock()
-	if settled {
-		pk.Resume()
-	}
-}
-
-func (ph *parkedHold) result() holdResult {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	return ph.res
-}
-
-// waiterLoop runs while requests are held for the app: it settles their holds
-// when the app's record changes (or a holder's ready delay passes), re-reads the
-// record at the poll interval (in case a notification was missed) and asks for a
-// wake again every AskInterval while the app sleeps.
-func (e *Engine) waiterLoop(a *app) {
-	poll := time.NewTicker(e.opts.PollInterval)
+// loop is the app's waiter loop, run while requests are held for it: it settles
+// their holds when the app's record changes (or a holder's ready delay passes),
+// and at every poll interval asks the lookout for a fresh look at the app.
+func (h *holds) loop(a *app) {
+	poll := time.NewTicker(h.pollInterval)
 	defer poll.Stop()
 	ready := time.NewTimer(time.Hour)
 	ready.Stop()
 	defer ready.Stop()
 	for {
 		ch := a.changed() // before reading the record, so no change is missed
-		if next := e.settleHolders(a, time.Now(), false); !next.IsZero() {
+		if next := h.settle(a, time.Now(), false); !next.IsZero() {
 			ready.Reset(time.Until(next))
 		}
 		select {
 		case <-ch:
 		case <-a.poked:
 		case <-ready.C:
-		case <-e.stopping:
-			e.settleHolders(a, time.Now(), true)
+		case <-h.stopping:
+			h.settle(a, time.Now(), true)
 			a.waiting.Store(false)
 			return
 		case <-poll.C:
@@ -363,20 +303,48 @@ func (e *Engine) waiterLoop(a *app) {
 					return
 				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), e.opts.PollInterval)
-			e.refreshOne(ctx, a.id)
-			cancel()
-			if a.status().Asleep() {
-				e.askWake(a, time.Now())
-			}
+			h.lookout.lookAgain(a)
 		}
 	}
 }
 
 // poke wakes the app's waiter loop (a holder was added).
-func (a *app) poke() {
+func (a *appHolds) poke() {
 	select {
 	case a.poked <- struct{}{}:
 	default:
 	}
 }
+
+// recheck asks the job to observe the app now (with a wake ask when wake is set)
+// and waits, briefly, for its record to say it sleeps. It returns whether it does.
+// A refused connection waits here for the job's verdict.
+func (e *Engine) recheck(ctx context.Context, a *app, wake bool) bool {
+	if a.status().Asleep() {
+		return true
+	}
+	ch := a.changed()
+	if wake {
+		e.asks.askSoon(a, time.Now())
+	} else {
+		e.asks.lookSoon(a, time.Now())
+	}
+	t := time.NewTimer(recheckWait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ch:
+			if a.status().Asleep() {
+				return true
+			}
+			ch = a.changed()
+		case <-t.C:
+			return a.status().Asleep()
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// recheckWait bounds how long a refused request waits for the job's verdict.
+const recheckWait = 3 * time.Second

@@ -67,18 +67,10 @@ const unmanagedGrace = 5 * time.Minute
 
 // NewJob returns a job; call Run while this node leads.
 func NewJob(opts JobOptions) *Job {
-	if opts.FastInterval <= 0 {
-		opts.FastInterval = 5 * time.Second
-	}
-	if opts.FullInterval <= 0 {
-		opts.FullInterval = 30 * time.Second
-	}
-	if opts.LockTTL <= 0 {
-		opts.LockTTL = 15 * time.Second
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = 16
-	}
+	orDefault(&opts.FastInterval, 5*time.Second)
+	orDefault(&opts.FullInterval, 30*time.Second)
+	orDefault(&opts.LockTTL, 15*time.Second)
+	orDefault(&opts.Workers, 16)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

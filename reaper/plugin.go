@@ -2,7 +2,6 @@ package reaper
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -124,7 +123,7 @@ func (p *Plugin) respond(ex *plugin.Exchange, k requestKind, st Status) (*plugin
 		p.app.touch(now)
 	}
 	if v.wake {
-		p.engine.askWake(p.app, now)
+		p.engine.asks.ask(p.app, now)
 	}
 	return p.answer(ex, v.reply, st)
 }
@@ -158,116 +157,6 @@ func (p *Plugin) admitQuiet(ex *plugin.Exchange) (Status, bool) {
 	return "", true
 }
 
-func (p *Plugin) holdThenAdmit(ex *plugin.Exchange) (*plugin.Answer, error) {
-	// The fail timeout counts from the request's arrival, however many times it
-	// was held or parked since.
-	deadline := ex.Start.Add(p.FailTimeout.D())
-	if err := p.bufferHeldBody(ex, deadline); err != nil {
-		// The client failed mid-body, or sent it too slowly: the server has
-		// given up on its connection, nothing can be answered.
-		return &plugin.Answer{Status: StatusClientClosed}, nil
-	}
-	for {
-		res := p.wait(ex, deadline)
-		if res == holdParked {
-			return nil, plugin.ErrParked
-		}
-		if answer, done := p.afterHold(ex, res); done {
-			return answer, nil
-		}
-	}
-}
-
-// bufferHeldBody reads a small body into memory, once per request, so that a
-// client that gives up while its request is held is noticed at once (net/http
-// watches a connection only once its body is read) and its request never reaches
-// the app: a POST held with its body unread would be executed even though its
-// client had retried. It also lets the request be parked. Larger bodies, and any
-// body past the node's budget, stay unread until sent. Reading stops at deadline.
-func (p *Plugin) bufferHeldBody(ex *plugin.Exchange, deadline time.Time) error {
-	r := ex.Request
-	if r.ContentLength == 0 || ex.Value(bodyReservedKey{}) != nil {
-		return nil
-	}
-	want := int64(heldBodyLimit)
-	if r.ContentLength > 0 {
-		want = min(want, r.ContentLength)
-	}
-	if !p.engine.reserveBody(want) {
-		return nil
-	}
-	ex.SetValue(bodyReservedKey{}, true)
-	ex.OnDone(func() { p.engine.releaseBody(want) })
-	// A client that sends its body slowly must not keep a goroutine past the
-	// fail timeout either: its connection is closed then.
-	_ = ex.SetReadDeadline(deadline)
-	if _, err := ex.BufferBody(heldBodyLimit); err != nil {
-		return err // the deadline stays: nothing more is read from this client
-	}
-	_ = ex.SetReadDeadline(time.Time{})
-	return nil
-}
-
-type (
-	parkedKey       struct{} // the *parkedHold of a parked request
-	bodyReservedKey struct{} // the body's share of the node's budget is taken
-)
-
-// wait holds the request until its app is ready, or the hold ends otherwise. A
-// request the gateway can park waits off its goroutine (holdParked): its hold's
-// result resumes it. Others wait here.
-func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) holdResult {
-	e, a := p.engine, p.app
-	if !ex.CanPark() {
-		return e.hold(ex.Context(), a, p.MaxHeld, p.readyDelay, deadline)
-	}
-	ph := newParkedHold()
-	h, res := e.startHold(a, p.MaxHeld, p.readyDelay, deadline, ph.settle)
-	if h == nil {
-		return res
-	}
-	pk := ex.Park(func() { e.cancelHold(a, h) })
-	if pk == nil { // the connection could not be taken over: wait here
-		return e.awaitHold(ex.Context(), a, h, ph.ch)
-	}
-	ex.SetValue(parkedKey{}, ph)
-	ph.park(pk)
-	return holdParked
-}
-
-// resumedHold returns the hold of a parked request that was resumed, once.
-func resumedHold(ex *plugin.Exchange) *parkedHold {
-	ph, _ := ex.Value(parkedKey{}).(*parkedHold)
-	if ph != nil {
-		ex.SetValue(parkedKey{}, nil)
-	}
-	return ph
-}
-
-// afterHold answers for a hold's result; done false means hold again (the app
-// was put back to sleep between its release and now).
-func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.Answer, done bool) {
-	switch res {
-	case holdReleased:
-		_, admitted := p.admit(ex)
-		return nil, admitted
-	case holdFailed:
-		return p.failedAnswer(ex), true
-	case holdTimedOut:
-		return p.timeoutAnswer(ex, p.app.status()), true
-	case holdTooMany:
-		return p.tooManyAnswer(ex, p.app.status()), true
-	case holdShutdown:
-		return p.shutdownAnswer(ex, p.app.status()), true
-	default: // holdGone: nobody to answer
-		return &plugin.Answer{Status: StatusClientClosed}, true
-	}
-}
-
-// StatusClientClosed is the status logged for a held request whose client went
-// away before the app woke (nothing is written to the client).
-const StatusClientClosed = 499
-
 // TransformRequest keeps the reaper's request header away from the app: it is a
 // hint between the waiting page and the gateway, never a credential.
 func (p *Plugin) TransformRequest(_ *plugin.Exchange, out *http.Request) error {
@@ -292,9 +181,9 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 	// this far cannot be held any more.
 	v := answerFor(p.classify(ex.Request), StatusWaitingForUp, p.AllowWaitingPage, p.APIBehavior)
 	if now := time.Now(); v.wake {
-		p.engine.askSoon(a, now)
+		p.engine.asks.askSoon(a, now)
 	} else {
-		p.engine.lookSoon(a, now) // a monitor never wakes an app
+		p.engine.asks.lookSoon(a, now) // a monitor never wakes an app
 	}
 	st := a.status()
 	if st == StatusUp {
@@ -339,11 +228,11 @@ func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (plugin.DialAct
 	}
 	a := p.app
 	k := p.classify(ex.Request)
-	if !p.engine.takeHeld(a, p.MaxHeld) {
+	if !p.engine.holds.take(a, p.MaxHeld) {
 		return plugin.DialAnswer, p.tooManyAnswer(ex, a.status())
 	}
 	asleep := p.engine.recheck(ex.Context(), a, k != kindMonitor)
-	p.engine.dropHeld(a)
+	p.engine.holds.drop(a)
 	if !asleep {
 		return plugin.DialPass, nil
 	}
@@ -363,35 +252,3 @@ func dialAction(answer *plugin.Answer, err error) (plugin.DialAction, *plugin.An
 	}
 	return plugin.DialRetry, nil
 }
-
-// recheck asks the job to observe the app now (with a wake ask when wake is set)
-// and waits, briefly, for its record to say it sleeps. It returns whether it does.
-func (e *Engine) recheck(ctx context.Context, a *app, wake bool) bool {
-	if a.status().Asleep() {
-		return true
-	}
-	ch := a.changed()
-	if wake {
-		e.askSoon(a, time.Now())
-	} else {
-		e.lookSoon(a, time.Now())
-	}
-	t := time.NewTimer(recheckWait)
-	defer t.Stop()
-	for {
-		select {
-		case <-ch:
-			if a.status().Asleep() {
-				return true
-			}
-			ch = a.changed()
-		case <-t.C:
-			return a.status().Asleep()
-		case <-ctx.Done():
-			return false
-		}
-	}
-}
-
-// recheckWait bounds how long a refused request waits for the job's verdict.
-const recheckWait = 3 * time.Second

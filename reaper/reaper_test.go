@@ -324,7 +324,7 @@ func TestHold_NodeWideMaxHeld(t *testing.T) {
 		fake := paastest.New("a", "b")
 		fake.Manual = true
 		e := newEnv(t, fake, "")
-		e.engine.opts.MaxHeld = 3
+		e.engine.holds.maxHeld = 3
 		pa := e.route(config("a", func(c *Config) { c.MaxHeld = 2 }))
 		pb := e.route(config("b", func(c *Config) { c.MaxHeld = 2 }))
 		e.start()
@@ -348,7 +348,7 @@ func TestHold_NodeWideMaxHeld(t *testing.T) {
 		for range 3 {
 			<-got
 		}
-		if n := e.engine.held.Load(); n != 0 || pa.app.held.Load() != 0 || pb.app.held.Load() != 0 {
+		if n := e.engine.holds.held.Load(); n != 0 || pa.app.held.Load() != 0 || pb.app.held.Load() != 0 {
 			t.Errorf("node held %d, a %d, b %d after the clients left", n, pa.app.held.Load(), pb.app.held.Load())
 		}
 	})

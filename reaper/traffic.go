@@ -2,14 +2,22 @@ package reaper
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
 // Traffic is counted in memory on the request path (atomics only) and flushed to
 // the store in the background, so that an awake app's requests never wait on I/O.
 
+// appTraffic is one app's traffic on this node.
+type appTraffic struct {
+	lastAccess atomic.Int64 // unix nanoseconds of the latest request end or start
+	flushed    atomic.Int64 // lastAccess at the last flush
+	inFlight   atomic.Int64 // requests and connections passing through
+}
+
 // touch records a request at t, keeping the latest time.
-func (a *app) touch(t time.Time) {
+func (a *appTraffic) touch(t time.Time) {
 	n := t.UnixNano()
 	for {
 		cur := a.lastAccess.Load()
@@ -22,7 +30,7 @@ func (a *app) touch(t time.Time) {
 // begin counts a request or connection passing through until the returned function
 // is called; that function reads the clock when it runs, so the idle clock starts
 // when the request ends, not when it began.
-func (a *app) begin() (end func()) {
+func (a *appTraffic) begin() (end func()) {
 	a.inFlight.Add(1)
 	return func() {
 		a.touch(time.Now())

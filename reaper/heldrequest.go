@@ -1,0 +1,169 @@
+package reaper
+
+import (
+	"sync"
+	"time"
+
+	"github.com/reapergw/reaper/plugin"
+)
+
+// A held request, from the plugin's side: its small body is read, then it waits
+// (parked off its goroutine when the gateway can park it, on its goroutine
+// otherwise) until its hold ends, and is answered by how the hold ended
+// (afterHold): sent to the app, or given a 503 or 504 that says why.
+
+// holdThenAdmit holds the request until its app is ready, then lets it through;
+// or answers it if the hold ends otherwise.
+func (p *Plugin) holdThenAdmit(ex *plugin.Exchange) (*plugin.Answer, error) {
+	// The fail timeout counts from the request's arrival, however many times it
+	// was held or parked since.
+	deadline := ex.Start.Add(p.FailTimeout.D())
+	if err := p.bufferHeldBody(ex, deadline); err != nil {
+		// The client failed mid-body, or sent it too slowly: the server has
+		// given up on its connection, nothing can be answered.
+		return &plugin.Answer{Status: StatusClientClosed}, nil
+	}
+	for {
+		res := p.wait(ex, deadline)
+		if res == holdParked {
+			return nil, plugin.ErrParked
+		}
+		if answer, done := p.afterHold(ex, res); done {
+			return answer, nil
+		}
+	}
+}
+
+// bufferHeldBody reads a small body into memory, once per request, so that a
+// client that gives up while its request is held is noticed at once (net/http
+// watches a connection only once its body is read) and its request never reaches
+// the app: a POST held with its body unread would be executed even though its
+// client had retried. It also lets the request be parked. Larger bodies, and any
+// body past the node's budget, stay unread until sent. Reading stops at deadline.
+func (p *Plugin) bufferHeldBody(ex *plugin.Exchange, deadline time.Time) error {
+	r := ex.Request
+	if r.ContentLength == 0 || ex.Value(bodyReservedKey{}) != nil {
+		return nil
+	}
+	want := int64(heldBodyLimit)
+	if r.ContentLength > 0 {
+		want = min(want, r.ContentLength)
+	}
+	if !p.engine.holds.reserveBody(want) {
+		return nil
+	}
+	ex.SetValue(bodyReservedKey{}, true)
+	ex.OnDone(func() { p.engine.holds.releaseBody(want) })
+	// A client that sends its body slowly must not keep a goroutine past the
+	// fail timeout either: its connection is closed then.
+	_ = ex.SetReadDeadline(deadline)
+	if _, err := ex.BufferBody(heldBodyLimit); err != nil {
+		return err // the deadline stays: nothing more is read from this client
+	}
+	_ = ex.SetReadDeadline(time.Time{})
+	return nil
+}
+
+type (
+	parkedKey       struct{} // the *parkedHold of a parked request
+	bodyReservedKey struct{} // the body's share of the node's budget is taken
+)
+
+// wait holds the request until its app is ready, or the hold ends otherwise. A
+// request the gateway can park waits off its goroutine (holdParked): its hold's
+// result resumes it. Others wait here.
+func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) holdResult {
+	holds, a := p.engine.holds, p.app
+	if !ex.CanPark() {
+		return holds.wait(ex.Context(), a, p.MaxHeld, p.readyDelay, deadline)
+	}
+	ph := newParkedHold()
+	h, res := holds.start(a, p.MaxHeld, p.readyDelay, deadline, ph.settle)
+	if h == nil {
+		return res
+	}
+	pk := ex.Park(func() { holds.cancel(a, h) })
+	if pk == nil { // the connection could not be taken over: wait here
+		return holds.await(ex.Context(), a, h, ph.ch)
+	}
+	ex.SetValue(parkedKey{}, ph)
+	ph.park(pk)
+	return holdParked
+}
+
+// resumedHold returns the hold of a parked request that was resumed, once.
+func resumedHold(ex *plugin.Exchange) *parkedHold {
+	ph, _ := ex.Value(parkedKey{}).(*parkedHold)
+	if ph != nil {
+		ex.SetValue(parkedKey{}, nil)
+	}
+	return ph
+}
+
+// afterHold answers for a hold's result; done false means hold again (the app
+// was put back to sleep between its release and now).
+func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.Answer, done bool) {
+	switch res {
+	case holdReleased:
+		_, admitted := p.admit(ex)
+		return nil, admitted
+	case holdFailed:
+		return p.failedAnswer(ex), true
+	case holdTimedOut:
+		return p.timeoutAnswer(ex, p.app.status()), true
+	case holdTooMany:
+		return p.tooManyAnswer(ex, p.app.status()), true
+	case holdShutdown:
+		return p.shutdownAnswer(ex, p.app.status()), true
+	default: // holdGone: nobody to answer
+		return &plugin.Answer{Status: StatusClientClosed}, true
+	}
+}
+
+// StatusClientClosed is the status logged for a held request whose client went
+// away before the app woke (nothing is written to the client).
+const StatusClientClosed = 499
+
+// parkedHold is the hold of a request that may be parked (plugin.Exchange.Park):
+// its result resumes the parked request, which reads it when the gateway runs the
+// plugin again; a request that could not be parked after all waits on ch.
+type parkedHold struct {
+	ch chan holdResult // capacity 1
+
+	mu      sync.Mutex
+	pk      *plugin.Parked
+	res     holdResult
+	settled bool
+}
+
+func newParkedHold() *parkedHold { return &parkedHold{ch: make(chan holdResult, 1)} }
+
+// settle is the holder's done function.
+func (ph *parkedHold) settle(r holdResult) {
+	ph.mu.Lock()
+	ph.res, ph.settled = r, true
+	pk := ph.pk
+	ph.mu.Unlock()
+	if pk != nil {
+		pk.Resume() // false only when the client left: nobody to answer
+		return
+	}
+	ph.ch <- r
+}
+
+// park attaches the parked request, resuming it at once if the hold ended already.
+func (ph *parkedHold) park(pk *plugin.Parked) {
+	ph.mu.Lock()
+	ph.pk = pk
+	settled := ph.settled
+	ph.mu.Unlock()
+	if settled {
+		pk.Resume()
+	}
+}
+
+func (ph *parkedHold) result() holdResult {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	return ph.res
+}
