@@ -1,0 +1,69 @@
+package reaper
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+)
+
+type memLockEntry struct {
+	token   string
+	expires time.Time
+}
+
+// Lock implements Locker. It never waits; a ttl of 0 or less is refused.
+func (s *MemStore) Lock(ctx context.Context, appID string, ttl time.Duration) (Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if ttl <= 0 {
+		return nil, fmt.Errorf("reaper: lock %s: ttl %v is not positive", appID, ttl)
+	}
+	token := rand.Text() // 128 random bits: a lost holder can never match a new one
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.locks[appID]; ok && now.Before(l.expires) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, appID)
+	}
+	s.locks[appID] = memLockEntry{token: token, expires: now.Add(ttl)}
+	return &memLock{s: s, app: appID, token: token}, nil
+}
+
+// memLock is a lock handed out by MemStore.Lock.
+type memLock struct {
+	s     *MemStore
+	app   string
+	token string
+}
+
+// Extend implements Lock.
+func (l *memLock) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := time.Now()
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	e, ok := l.s.locks[l.app]
+	if !ok || e.token != l.token || !now.Before(e.expires) {
+		return fmt.Errorf("%w: %s", ErrLockLost, l.app)
+	}
+	e.expires = now.Add(ttl)
+	l.s.locks[l.app] = e
+	return nil
+}
+
+// Release implements Lock; it is idempotent.
+func (l *memLock) Release(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.s.mu.Lock()
+	if e, ok := l.s.locks[l.app]; ok && e.token == l.token {
+		delete(l.s.locks, l.app)
+	}
+	l.s.mu.Unlock()
+	return nil
+}
