@@ -45,10 +45,10 @@ type MemStore struct {
 	inflight map[string]memInFlight // by node
 	locks    map[string]memLockEntry
 	settings Settings
-	watchers []*memWatcher // copy-on-write: PutRecord reads it under mu, calls outside
-	gen      uint64        // bumped by every change that the state file holds
+	gen      uint64 // bumped by every change that the state file holds
 
-	persister // statefile.go
+	watchers  Watchers // watchers.go; its own lock
+	persister          // statefile.go
 }
 
 var (

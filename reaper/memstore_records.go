@@ -48,13 +48,12 @@ func (s *MemStore) PutRecord(ctx context.Context, rec Record) error {
 	}
 	s.records[rec.AppID] = rec
 	s.gen++
-	watchers := s.watchers
 	s.mu.Unlock()
 
 	if !ok || old.Status != rec.Status {
 		s.saveSoon()
 	}
-	notify(watchers, rec.AppID)
+	s.watchers.Notify(rec.AppID)
 	return nil
 }
 
@@ -76,11 +75,10 @@ func (s *MemStore) DeleteRecord(ctx context.Context, appID string, term uint64) 
 	}
 	delete(s.records, appID)
 	s.gen++
-	watchers := s.watchers
 	s.mu.Unlock()
 
 	s.saveSoon()
-	notify(watchers, appID)
+	s.watchers.Notify(appID)
 	return nil
 }
 
