@@ -97,8 +97,9 @@ type Store struct {
 	log      *slog.Logger
 	k        keys
 
-	// ctx ends when the store is closed; it bounds the watch goroutines, counted
-	// by wg.
+	// ctx ends when the store is closed; it bounds the subscription goroutines,
+	// counted by wg (the callbacks' goroutines are watch.watchers', whose Close
+	// waits for them).
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -232,6 +233,7 @@ func (s *Store) Close() error {
 		s.watch.mu.Lock()
 		s.cancel()
 		s.watch.mu.Unlock()
+		s.watch.watchers.Close()
 		s.wg.Wait()
 		s.client.Close()
 	})

@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"github.com/reapergw/reaper/reaper"
 )
 
 // Backoff of the subscription after it failed: from minResubscribe, doubling, up to
@@ -19,27 +20,16 @@ const (
 	maxResubscribe = 2 * time.Second
 )
 
-// maxPending bounds the app ids waiting for one watcher's callback. Past it, ids
-// are dropped: the nodes' polling finds those changes.
-const maxPending = 10_000
-
 // watchState is the store's side of Watch: one subscription to the records
 // channel, shared by every watcher of the store.
 type watchState struct {
 	mu       sync.Mutex
-	watchers []*watcher // copy-on-write: notify reads it under mu, works outside
-	started  bool       // the subscription and resync goroutines run
+	started  bool            // the subscription and resync goroutines run
+	watchers reaper.Watchers // the callbacks; its own lock
 
 	resync    chan struct{} // capacity 1: "tell every watcher about every record"
 	confirmed atomic.Bool   // a subscription was confirmed once
 	lost      atomic.Bool   // the subscription failed and is not back yet
-}
-
-// watcher is one Watch call: the ids waiting for its callback.
-type watcher struct {
-	mu      sync.Mutex
-	pending map[string]struct{}
-	signal  chan struct{} // capacity 1: "pending is not empty"
 }
 
 // Watch implements reaper.RecordWatcher. It returns at once; changed is then
@@ -49,7 +39,8 @@ type watcher struct {
 // first Watch returns.
 //
 // A slow callback never stalls the subscription: ids wait in a per-watcher set,
-// so a burst of changes to one app while the callback runs makes one call.
+// so a burst of changes to one app while the callback runs makes one call (past
+// reaper.MaxWatchPending waiting ids, more are dropped; see reaper.Watchers).
 //
 // When the connection drops, the store subscribes again (backing off up to 2 s)
 // and, once subscribed, calls every watcher with the id of every record, since
@@ -59,7 +50,6 @@ func (s *Store) Watch(ctx context.Context, changed func(appID string)) {
 	if ctx.Err() != nil {
 		return
 	}
-	w := &watcher{pending: map[string]struct{}{}, signal: make(chan struct{}, 1)}
 	ws := &s.watch
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -68,7 +58,6 @@ func (s *Store) Watch(ctx context.Context, changed func(appID string)) {
 	if s.ctx.Err() != nil {
 		return
 	}
-	ws.watchers = append(slices.Clip(ws.watchers), w)
 	if !ws.started {
 		ws.started = true
 		ws.resync = make(chan struct{}, 1)
@@ -76,33 +65,7 @@ func (s *Store) Watch(ctx context.Context, changed func(appID string)) {
 		go s.subscribe()
 		go s.resyncLoop()
 	}
-	s.wg.Add(1)
-	go s.dispatch(ctx, w, changed)
-}
-
-// dispatch calls changed with w's pending ids until ctx ends or the store closes.
-func (s *Store) dispatch(ctx context.Context, w *watcher, changed func(string)) {
-	defer s.wg.Done()
-	defer s.removeWatcher(w)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.ctx.Done():
-			return
-		case <-w.signal:
-		}
-		w.mu.Lock()
-		batch := w.pending
-		w.pending = make(map[string]struct{}, len(batch))
-		w.mu.Unlock()
-		for app := range batch {
-			if ctx.Err() != nil || s.ctx.Err() != nil {
-				return
-			}
-			changed(app)
-		}
-	}
+	ws.watchers.Add(ctx, changed)
 }
 
 // subscribe keeps the store subscribed to the records channel until it closes.
@@ -128,7 +91,7 @@ func (s *Store) subscribe() {
 	backoff := minResubscribe
 	for {
 		live.Store(false)
-		err := s.client.Receive(ctx, subscribe(), func(m valkey.PubSubMessage) { s.notify(m.Message) })
+		err := s.client.Receive(ctx, subscribe(), func(m valkey.PubSubMessage) { s.watch.watchers.Notify(m.Message) })
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -173,34 +136,9 @@ func (s *Store) resyncLoop() {
 		}
 		s.log.Info("valkeystore: record watch subscribed again", "addr", s.addr, "records", len(apps))
 		for _, app := range apps {
-			s.notify(app)
+			s.watch.watchers.Notify(app)
 		}
 	}
-}
-
-// notify queues appID for every watcher, without blocking.
-func (s *Store) notify(appID string) {
-	s.watch.mu.Lock()
-	watchers := s.watch.watchers
-	s.watch.mu.Unlock()
-	for _, w := range watchers {
-		w.mu.Lock()
-		if len(w.pending) < maxPending {
-			w.pending[appID] = struct{}{}
-		}
-		w.mu.Unlock()
-		select {
-		case w.signal <- struct{}{}:
-		default: // already signalled
-		}
-	}
-}
-
-func (s *Store) removeWatcher(w *watcher) {
-	s.watch.mu.Lock()
-	defer s.watch.mu.Unlock()
-	// A new slice, since notify may be iterating over the old one.
-	s.watch.watchers = slices.DeleteFunc(slices.Clone(s.watch.watchers), func(x *watcher) bool { return x == w })
 }
 
 // errUnsubscribed is the end of a subscription that the server ended without an

@@ -131,9 +131,7 @@ func TestWatch_StopsWithContextAndClose(t *testing.T) {
 	cancel()
 	// The watch goroutine leaves once ctx ended: the watcher list empties.
 	waitFor(t, "the watcher is removed", func() bool {
-		n2.watch.mu.Lock()
-		defer n2.watch.mu.Unlock()
-		return len(n2.watch.watchers) == 0
+		return n2.watch.watchers.Len() == 0
 	})
 	for len(calls) > 0 {
 		<-calls
