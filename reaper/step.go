@@ -9,79 +9,124 @@ import (
 	"github.com/reapergw/reaper/paas"
 )
 
-// step looks at one app under its lock: observe, decide, act, record.
+// step looks at one app under its lock: observe, decide, act. Each writes what it
+// found or did in the app's record.
 func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
-	id := t.app.ID
-	lock, err := j.opts.Store.Lock(ctx, id, j.opts.LockTTL)
-	if errors.Is(err, ErrLocked) {
-		return // another decider has it; its result reaches us through the store
-	}
-	if err != nil {
-		j.apiErr.log(j.log, "taking an app's lock failed", err)
-		return
-	}
-	ctx, stopKeeping := j.keepLock(ctx, lock, id)
-	defer func() {
-		stopKeeping()
-		j.release(context.WithoutCancel(ctx), lock)
-	}()
-
-	rec, ok, err := j.opts.Store.Record(ctx, id)
-	if err != nil {
-		j.apiErr.log(j.log, "reading a record failed", err)
-		return
-	}
-	now := j.opts.Now()
+	ctx, unlock, ok := j.lockApp(ctx, t.app.ID)
 	if !ok {
-		rec = Record{AppID: id, Status: StatusWaitingForInit, LastStatusUpdate: now}
+		return
 	}
-	if rec.Term > term {
-		return // a newer leader wrote it: we are no longer the one to act
+	defer unlock()
+	rec, now, ok := j.current(ctx, term, t)
+	if !ok {
+		return
 	}
-	rec.Owner, rec.Name = t.app.Owner, t.name
-
 	if !t.managed && !j.unmanaged(ctx, term, t, rec, now) {
 		return
 	}
+	in, ok := j.observe(ctx, term, t, rec, pd, now)
+	if !ok {
+		return
+	}
+	next, act := Decide(rec, in, now, t.policy)
+	next.Term = term
+	j.act(ctx, t, rec, next, act, in, pd, now)
+}
 
-	obs, found := pd.obs[t.app]
-	if pd.obs == nil || !found {
-		obs, err = j.opts.PaaS.Observe(ctx, t.app)
-		if err != nil {
-			j.observeFailed(ctx, term, rec, err, now)
-			return
+// lockApp takes the app's lock in the store, kept while the step runs: the
+// returned context ends if it is lost, and unlock releases it. false: another
+// decider has it (its result reaches us through the store), or the store failed.
+func (j *Job) lockApp(ctx context.Context, id string) (_ context.Context, unlock func(), ok bool) {
+	lock, err := j.opts.Store.Lock(ctx, id, j.opts.LockTTL)
+	if errors.Is(err, ErrLocked) {
+		return nil, nil, false
+	}
+	if err != nil {
+		j.apiErr.log(j.log, "taking an app's lock failed", err)
+		return nil, nil, false
+	}
+	ctx, stopKeeping := j.keepLock(ctx, lock, id)
+	return ctx, func() {
+		stopKeeping()
+		j.release(context.WithoutCancel(ctx), lock)
+	}, true
+}
+
+// current reads the app's record (a new one in WaitingForInit if it has none) and
+// the time of the step. false: the store failed, or a newer leader wrote the
+// record and we are no longer the one to act.
+func (j *Job) current(ctx context.Context, term uint64, t target) (Record, time.Time, bool) {
+	rec, ok, err := j.opts.Store.Record(ctx, t.app.ID)
+	if err != nil {
+		j.apiErr.log(j.log, "reading a record failed", err)
+		return Record{}, time.Time{}, false
+	}
+	now := j.opts.Now()
+	if !ok {
+		rec = Record{AppID: t.app.ID, Status: StatusWaitingForInit, LastStatusUpdate: now}
+	}
+	if rec.Term > term {
+		return Record{}, time.Time{}, false
+	}
+	rec.Owner, rec.Name = t.app.Owner, t.name
+	return rec, now, true
+}
+
+// observe gathers what Decide needs besides the record: the platform's word on the
+// app (from the pass's batch when it has it), the traffic and the wake asks, and
+// the last deployment when Decide would look at it. false: the app cannot be
+// decided now (observeFailed recorded or logged why).
+func (j *Job) observe(ctx context.Context, term uint64, t target, rec Record, pd *passData, now time.Time) (Input, bool) {
+	obs, batched := pd.obs[t.app]
+	if !batched {
+		var ok bool
+		if obs, ok = j.observeApp(ctx, term, t, rec, now); !ok {
+			return Input{}, false
 		}
 	}
-	in := j.input(id, obs, pd)
+	in := j.input(t.app.ID, obs, pd)
 	if !t.managed {
 		in.WakeAsked, in.Busy = true, true // wake it, never stop it
 	}
-	if rd, ok := j.opts.PaaS.(paas.DeploymentReader); ok && NeedsDeployment(rec, obs.State, in, now, t.policy) {
-		if found { // a batch observation is cheap and partial: look closer before acting
-			if in.Observation, err = j.opts.PaaS.Observe(ctx, t.app); err != nil {
-				j.observeFailed(ctx, term, rec, err, now)
-				return
-			}
-		}
-		dep, err := rd.LastDeployment(ctx, t.app)
-		if err != nil {
-			j.apiErr.log(j.log, "reading an app's last deployment failed; trying again at the next tick", fmt.Errorf("%s: %w", id, err))
-			return
-		}
-		if dep != nil && dep.State == paas.DeploymentOK && in.Observation.State == paas.StateShouldBeDown {
-			// The state was read before the deployment: a start that ended in
-			// between looks like an app stopped right after it woke. Read the
-			// state again, after the deployment, so that it cannot be older.
-			if in.Observation, err = j.opts.PaaS.Observe(ctx, t.app); err != nil {
-				j.observeFailed(ctx, term, rec, err, now)
-				return
-			}
-		}
-		in.Observation.Deployment = dep
+	rd, ok := j.opts.PaaS.(paas.DeploymentReader)
+	if !ok || !NeedsDeployment(rec, obs.State, in, now, t.policy) {
+		return in, true
 	}
+	if batched { // a batch observation is cheap and partial: look closer before acting
+		if in.Observation, ok = j.observeApp(ctx, term, t, rec, now); !ok {
+			return Input{}, false
+		}
+	}
+	dep, err := rd.LastDeployment(ctx, t.app)
+	if err != nil {
+		j.apiErr.log(j.log, "reading an app's last deployment failed; trying again at the next tick", fmt.Errorf("%s: %w", t.app.ID, err))
+		return Input{}, false
+	}
+	if dep != nil && dep.State == paas.DeploymentOK && in.Observation.State == paas.StateShouldBeDown {
+		// The state was read before the deployment: a start that ended in
+		// between looks like an app stopped right after it woke. Read the state
+		// again, after the deployment, so that it cannot be older.
+		if in.Observation, ok = j.observeApp(ctx, term, t, rec, now); !ok {
+			return Input{}, false
+		}
+	}
+	in.Observation.Deployment = dep
+	return in, true
+}
 
-	next, act := Decide(rec, in, now, t.policy)
-	next.Term = term
+// observeApp asks the platform about the app; false when it could not say.
+func (j *Job) observeApp(ctx context.Context, term uint64, t target, rec Record, now time.Time) (paas.Observation, bool) {
+	obs, err := j.opts.PaaS.Observe(ctx, t.app)
+	if err != nil {
+		j.observeFailed(ctx, term, rec, err, now)
+		return paas.Observation{}, false
+	}
+	return obs, true
+}
+
+// act carries out Decide's action and records the outcome; a wake ask that the
+// app's new status satisfies is cleared.
+func (j *Job) act(ctx context.Context, t target, rec, next Record, act Action, in Input, pd *passData, now time.Time) {
 	switch act {
 	case ActionStop:
 		j.stop(ctx, t, rec, next, in, pd.settings)
@@ -90,10 +135,10 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	default:
 		j.write(ctx, rec, &next)
 	}
-	if _, asked := pd.asks[id]; asked && act != ActionStart {
+	if _, asked := pd.asks[t.app.ID]; asked && act != ActionStart {
 		if st := next.Status; st == StatusUp || st == StatusError {
 			// Awake (or hands off): the ask is satisfied.
-			j.clearAsk(ctx, id, now)
+			j.clearAsk(ctx, t.app.ID, now)
 		}
 	}
 }
@@ -168,29 +213,18 @@ func (j *Job) input(id string, obs paas.Observation, pd *passData) Input {
 	return Input{Observation: obs, LastAccess: la, Busy: busy > 0 || pd.inFlight[id] > 0, WakeAsked: asked}
 }
 
-// observeFailed records what an observation error means: an app the platform does
-// not know goes to Error (an operator must look); anything else is retried at the
-// next tick.
+// observeFailed records what an observation error means (afterObserveError); an
+// error that changes nothing is logged, and retried at the next tick.
 func (j *Job) observeFailed(ctx context.Context, term uint64, rec Record, err error, now time.Time) {
-	if !errors.Is(err, paas.ErrNotFound) {
-		j.apiErr.log(j.log, "observing an app failed; trying again at the next tick", fmt.Errorf("%s: %w", rec.AppID, err))
+	next, changed := afterObserveError(rec, err, now)
+	if !changed {
+		if !errors.Is(err, paas.ErrNotFound) {
+			j.apiErr.log(j.log, "observing an app failed; trying again at the next tick", fmt.Errorf("%s: %w", rec.AppID, err))
+		}
 		return
 	}
-	if rec.Status == StatusError {
-		return
-	}
-	next := toError(rec, "the platform does not know this app (deleted, or not visible to reaper's credential)", now)
 	next.Term = term
 	j.write(ctx, rec, &next)
-}
-
-func toError(rec Record, cause string, now time.Time) Record {
-	rec.Status = StatusError
-	rec.Cause = cause
-	rec.ErrorCause = cause
-	rec.LastStatusUpdate = now
-	rec.LastCheckAt = now
-	return rec
 }
 
 // stop puts an idle app to sleep: it marks it WaitingForShutdown first, so that
@@ -201,8 +235,7 @@ func (j *Job) stop(ctx context.Context, t target, prev, next Record, in Input, s
 		if settings.DryRun {
 			j.log.Info("dry run: would put an idle app to sleep", "app", t.app.ID, "cause", next.Cause)
 		}
-		keep := prev
-		keep.LastCheckAt, keep.PlatformState, keep.Term = next.LastCheckAt, next.PlatformState, next.Term
+		keep := withheld(prev, next)
 		j.write(ctx, prev, &keep)
 		return
 	}
@@ -216,59 +249,43 @@ func (j *Job) stop(ctx context.Context, t target, prev, next Record, in Input, s
 			return // the next leader sees WaitingForShutdown and the app still up
 		}
 	}
-	if cause := j.trafficSince(ctx, t.app.ID, in.LastAccess); cause != "" {
-		back := next
-		back.Status, back.Cause, back.ActionAt = StatusUp, cause, prev.ActionAt
-		back.LastStatusUpdate = j.opts.Now()
+	if j.trafficSince(ctx, t.app.ID, in.LastAccess) {
+		back := stopWithdrawn(next, prev.ActionAt, j.opts.Now())
 		j.write(ctx, next, &back)
 		return
 	}
 	if !j.verify(ctx) {
 		return // the next leader sees a stop never sent, and decides again
 	}
-	if err := j.opts.PaaS.Stop(ctx, t.app); err != nil {
-		now := j.opts.Now()
-		if errors.Is(err, paas.ErrNotShutdownable) {
-			back := next
-			back.Status, back.Cause, back.ActionAt, back.LastStatusUpdate = StatusUp, CauseNotShutdownable, prev.ActionAt, now
-			j.write(ctx, next, &back)
-			return
-		}
-		if paas.Retryable(err) {
-			j.log.Warn("stopping an app failed; it stays up and is looked at again", "app", t.app.ID, "err", err)
-			back := next
-			back.Status, back.Cause, back.ActionAt, back.LastStatusUpdate = StatusUp, "the stop failed: "+err.Error(), prev.ActionAt, now
-			j.write(ctx, next, &back)
-			return
-		}
-		failed := toError(next, "the stop failed: "+err.Error(), now)
-		j.write(ctx, next, &failed)
-		return
+	err := j.opts.PaaS.Stop(ctx, t.app)
+	if err != nil && !errors.Is(err, paas.ErrNotShutdownable) && paas.Retryable(err) {
+		j.log.Warn("stopping an app failed; it stays up and is looked at again", "app", t.app.ID, "err", err)
 	}
-	sent := next
-	sent.StopSentAt = j.opts.Now()
-	j.write(ctx, next, &sent)
-	j.log.Info("app put to sleep", "app", t.app.ID, "cause", next.Cause)
+	after := afterStop(next, prev.ActionAt, err, j.opts.Now())
+	j.write(ctx, next, &after)
+	if err == nil {
+		j.log.Info("app put to sleep", "app", t.app.ID, "cause", next.Cause)
+	}
 }
 
-// trafficSince says why the app must stay up, if a request came after the decision:
-// this node's counts are exact, the others' are read from the store after the
-// settle delay gave them time to flush.
-func (j *Job) trafficSince(ctx context.Context, id string, decidedOn time.Time) string {
+// trafficSince reports whether a request came after the decision: this node's
+// counts are exact, the others' are read from the store after the settle delay
+// gave them time to flush. A store that cannot be read counts as traffic.
+func (j *Job) trafficSince(ctx context.Context, id string, decidedOn time.Time) bool {
 	la, busy := j.opts.Engine.LocalTraffic(id)
 	if busy > 0 || la.After(decidedOn) {
-		return "a request arrived while it was going to sleep"
+		return true
 	}
 	if j.opts.SettleDelay == 0 {
-		return ""
+		return false
 	}
 	if access, err := j.opts.Store.LastAccess(ctx); err != nil || access[id].After(decidedOn) {
-		return "a request arrived while it was going to sleep"
+		return true
 	}
 	if counts, err := j.opts.Store.InFlight(ctx); err != nil || counts[id] > 0 {
-		return "a request arrived while it was going to sleep"
+		return true
 	}
-	return ""
+	return false
 }
 
 // start wakes an app: it records WaitingForUp (with the action time the fail
@@ -293,23 +310,18 @@ func (j *Job) start(ctx context.Context, t target, prev, next Record, now time.T
 		return
 	}
 	err = j.opts.PaaS.Start(ctx, t.app)
+	after, served := afterStart(next, err, j.opts.Now())
 	switch {
 	case err == nil:
 		j.log.Info("app woken", "app", t.app.ID, "cause", next.Cause)
-		j.clearAsk(ctx, t.app.ID, now)
-	case errors.Is(err, paas.ErrNeverDeployed):
-		failed := toError(next, "the app was never deployed: it cannot be started", j.opts.Now())
-		j.write(ctx, next, &failed)
-		j.clearAsk(ctx, t.app.ID, now)
-	case errors.Is(err, paas.ErrStartFailed), errors.Is(err, paas.ErrNotFound), errors.Is(err, paas.ErrAuth):
-		failed := toError(next, "the start failed: "+err.Error(), j.opts.Now())
-		j.write(ctx, next, &failed)
-		j.clearAsk(ctx, t.app.ID, now)
-	default:
+	case !served:
 		j.log.Warn("starting an app failed; trying again at the next tick", "app", t.app.ID, "err", err)
-		retry := next
-		retry.RetryStart = true // not accepted: Decide sends it again at the next look
-		j.write(ctx, next, &retry)
+	}
+	if after != next {
+		j.write(ctx, next, &after)
+	}
+	if served {
+		j.clearAsk(ctx, t.app.ID, now)
 	}
 }
 
