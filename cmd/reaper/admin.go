@@ -2,9 +2,11 @@ package main
 
 import (
 	"crypto/subtle"
+	"encoding/json"
 	"net/http"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/reaper"
 )
 
@@ -47,6 +49,15 @@ func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handle
 	return mux
 }
 
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
 func writeJSONError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
 }
@@ -59,11 +70,18 @@ func (n *node) adminAPI() http.Handler {
 	mux.Handle("/api/apps/", api)
 	mux.Handle("/api/settings", api)
 	if n.parts.leader != nil {
-		mux.Handle("/api/cluster", n.clusterAPI())
-		mux.Handle("/api/cluster/", n.clusterAPI())
+		cluster := n.clusterAPI().Admin()
+		mux.Handle("/api/cluster", cluster)
+		mux.Handle("/api/cluster/", cluster)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)
 	})
 	return mux
+}
+
+// clusterAPI serves the cluster's internal calls and the admin API's cluster part
+// (only when this node is in a cluster).
+func (n *node) clusterAPI() *leader.API {
+	return &leader.API{Node: n.parts.leader, Asks: n.parts.job, Logger: n.log}
 }

@@ -156,7 +156,7 @@ func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 		p.engine.SetAsker(p.job)
 		p.runners = append(p.runners, func(ctx context.Context) { p.job.Run(ctx, 0) })
 	} else {
-		p.engine.SetAsker(clusterAsker{node: p.leader, job: p.job})
+		p.engine.SetAsker(leader.Asker{Node: p.leader, Local: p.job})
 		p.runners = append(p.runners, func(ctx context.Context) { p.leader.Run(ctx, p.job.Run) })
 	}
 	ok = true

@@ -247,7 +247,7 @@ func (n *node) internal() http.Handler {
 	if n.parts.leader == nil {
 		return nil
 	}
-	return n.internalAPI()
+	return n.clusterAPI().Internal()
 }
 
 func (n *node) buildOptions() plugin.BuildOptions {

@@ -1,0 +1,163 @@
+package leader
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// API serves the cluster's HTTP calls on a node's admin listener: the internal
+// calls other nodes make (Internal) and the operator's cluster endpoints (Admin).
+// Both share the membership handlers; only the leader changes membership, and
+// what reaches another node is forwarded to the leader (operator calls) or
+// refused with 421 (internal calls, from a node that thought this one led).
+type API struct {
+	Node   *Node
+	Asks   AskHandler   // the leader's job, which takes the wake asks
+	Logger *slog.Logger // membership changes are logged here
+}
+
+// Internal returns the handler of the calls nodes make to each other, signed
+// with the cluster secret (not the admin token). A call whose signature is
+// missing, wrong or outside SignatureWindow gets 401.
+//
+//	POST   /internal/asks/{app}      a wake ask: 202 on the leader, 421 elsewhere
+//	POST   /internal/members         {"id", "raft_addr", "api_addr"}: add a voter (leader only, 421 elsewhere)
+//	DELETE /internal/members/{id}    remove a member (leader only, 421 elsewhere)
+func (a *API) Internal() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /internal/asks/{app}", a.ask)
+	mux.HandleFunc("POST /internal/members", func(w http.ResponseWriter, r *http.Request) {
+		a.addMember(w, r, false)
+	})
+	mux.HandleFunc("DELETE /internal/members/{id}", func(w http.ResponseWriter, r *http.Request) {
+		a.removeMember(w, r, false)
+	})
+	secret := a.Node.cfg.Secret
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !Verify(r, secret, time.Now()) {
+			writeJSONError(w, http.StatusUnauthorized, "internal calls must be signed with the cluster secret")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Admin returns the handler of the admin API's cluster part. It does not check
+// who calls: the admin listener puts it behind the admin token.
+//
+//	GET    /api/cluster               members, leader, term
+//	POST   /api/cluster/members       {"id", "raft_addr", "api_addr"}: add a voter
+//	DELETE /api/cluster/members/{id}  remove a member
+func (a *API) Admin() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/cluster", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, a.Node.Status())
+	})
+	mux.HandleFunc("POST /api/cluster/members", func(w http.ResponseWriter, r *http.Request) {
+		a.addMember(w, r, true)
+	})
+	mux.HandleFunc("DELETE /api/cluster/members/{id}", func(w http.ResponseWriter, r *http.Request) {
+		a.removeMember(w, r, true)
+	})
+	return mux
+}
+
+// ask hands a forwarded wake ask to the job. The ask is stored already, and the
+// job never refuses one: the caller only needs to know it arrived.
+func (a *API) ask(w http.ResponseWriter, r *http.Request) {
+	if !a.Node.IsLeader() {
+		writeJSONError(w, http.StatusMisdirectedRequest, "this node is not the leader")
+		return
+	}
+	_ = a.Asks.Ask(r.Context(), r.PathValue("app"))
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// memberBody is the body of a call that adds a member.
+type memberBody struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	APIAddr  string `json:"api_addr"`
+}
+
+// addMember adds a voter on the leader; on another node it forwards the call when
+// forward is set (a call from an operator), and refuses it otherwise (a call from
+// a node that thought we led).
+func (a *API) addMember(w http.ResponseWriter, r *http.Request, forward bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4096))
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, "the body is too large")
+		return
+	}
+	var p memberBody
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || p.ID == "" || p.RaftAddr == "" || p.APIAddr == "" {
+		writeJSONError(w, http.StatusBadRequest, `the body must be {"id": …, "raft_addr": "host:port", "api_addr": "host:port"}`)
+		return
+	}
+	if !a.Node.IsLeader() {
+		a.forwardOrRefuse(w, r, forward, http.MethodPost, "/internal/members", body)
+		return
+	}
+	if err := a.Node.AddVoter(r.Context(), Peer(p)); err != nil {
+		writeJSONError(w, http.StatusConflict, "adding the member failed: "+err.Error())
+		return
+	}
+	a.Logger.Info("cluster member added", "id", p.ID, "raft_addr", p.RaftAddr, "api_addr", p.APIAddr)
+	writeJSON(w, http.StatusOK, a.Node.Status())
+}
+
+func (a *API) removeMember(w http.ResponseWriter, r *http.Request, forward bool) {
+	id := r.PathValue("id")
+	if !a.Node.IsLeader() {
+		a.forwardOrRefuse(w, r, forward, http.MethodDelete, "/internal/members/"+url.PathEscape(id), nil)
+		return
+	}
+	if err := a.Node.RemoveServer(r.Context(), id); err != nil {
+		writeJSONError(w, http.StatusConflict, "removing the member failed: "+err.Error())
+		return
+	}
+	a.Logger.Info("cluster member removed", "id", id)
+	writeJSON(w, http.StatusOK, a.Node.Status())
+}
+
+// forwardOrRefuse passes a membership call that reached a node other than the
+// leader on to the leader, or refuses it with 421 when forward is not set.
+func (a *API) forwardOrRefuse(w http.ResponseWriter, r *http.Request, forward bool, method, path string, body []byte) {
+	if !forward {
+		writeJSONError(w, http.StatusMisdirectedRequest, "this node is not the leader")
+		return
+	}
+	code, out, err := a.Node.Forward(r.Context(), method, path, body)
+	if errors.Is(err, ErrNoLeader) {
+		writeJSONError(w, http.StatusServiceUnavailable, "no leader is known right now (an election may be under way); try again")
+		return
+	}
+	if err != nil {
+		writeJSONError(w, http.StatusBadGateway, "the leader could not be reached: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(out)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func writeJSONError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
