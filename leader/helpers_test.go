@@ -94,18 +94,29 @@ type cluster struct {
 }
 
 // newCluster binds n loopback listeners on free ports, then starts n nodes that bootstrap with those
-// addresses as peers. The listeners are bound first so that no port is chosen and then lost.
+// addresses as peers. The listeners are bound first so that no port is chosen and then lost. Nothing
+// listens on the peers' API addresses.
 func newCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	apiAddrs := make([]string, n)
+	for i := range apiAddrs {
+		apiAddrs[i] = fmt.Sprintf("127.0.0.1:%d", 19001+i)
+	}
+	return newClusterAt(t, apiAddrs)
+}
+
+// newClusterAt is newCluster with one node per API address, named n1, n2, … in that order.
+func newClusterAt(t *testing.T, apiAddrs []string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, nodes: make(map[string]*testNode)}
 	t.Cleanup(c.close)
-	lns := make([]net.Listener, n)
-	for i := range n {
+	lns := make([]net.Listener, len(apiAddrs))
+	for i, api := range apiAddrs {
 		lns[i] = listen(t)
 		c.peers = append(c.peers, Peer{
 			ID:       fmt.Sprintf("n%d", i+1),
 			RaftAddr: lns[i].Addr().String(),
-			APIAddr:  fmt.Sprintf("127.0.0.1:%d", 19001+i),
+			APIAddr:  api,
 		})
 	}
 	for i, p := range c.peers {

@@ -1,0 +1,296 @@
+package leader
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reapergw/reaper/internal/logtest"
+)
+
+// askRecorder is an AskHandler that records the apps it is asked for.
+type askRecorder struct {
+	mu   sync.Mutex
+	apps []string
+}
+
+func (r *askRecorder) Ask(_ context.Context, appID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.apps = append(r.apps, appID)
+	return nil
+}
+
+func (r *askRecorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.apps)
+}
+
+// apiCluster is a test cluster whose nodes serve their API on the API addresses of their peers, so that
+// Forward reaches the leader's handlers.
+type apiCluster struct {
+	*cluster
+	apis map[string]*API
+	asks map[string]*askRecorder // what reached each node's AskHandler
+	logs *logtest.Buffer         // the API's own lines, from every node
+}
+
+func newAPICluster(t *testing.T, n int) *apiCluster {
+	t.Helper()
+	srvs := make([]*httptest.Server, n)
+	apiAddrs := make([]string, n)
+	for i := range srvs {
+		srvs[i] = httptest.NewUnstartedServer(nil)
+		t.Cleanup(srvs[i].Close)
+		apiAddrs[i] = srvs[i].Listener.Addr().String()
+	}
+	ac := &apiCluster{cluster: newClusterAt(t, apiAddrs), apis: map[string]*API{}, asks: map[string]*askRecorder{}, logs: &logtest.Buffer{}}
+	for i, p := range ac.peers {
+		ac.asks[p.ID] = &askRecorder{}
+		api := ac.serveAPI(ac.nodes[p.ID], ac.asks[p.ID])
+		mux := http.NewServeMux()
+		mux.Handle("/internal/", api.Internal())
+		mux.Handle("/api/cluster", api.Admin())
+		mux.Handle("/api/cluster/", api.Admin())
+		srvs[i].Config.Handler = mux
+		srvs[i].Start()
+	}
+	return ac
+}
+
+func (ac *apiCluster) serveAPI(tn *testNode, asks AskHandler) *API {
+	api := &API{Node: tn.node, Asks: asks, Logger: ac.logs.Logger(slog.LevelInfo)}
+	ac.apis[tn.cfg.NodeID] = api
+	return api
+}
+
+// followers returns the ids of the running nodes other than lead.
+func (ac *apiCluster) followers(lead *testNode) []string {
+	return slices.DeleteFunc(ac.ids(), func(id string) bool { return id == lead.cfg.NodeID })
+}
+
+// call runs one request through h. With a secret, the request is signed with it at the given time.
+func call(h http.Handler, method, path, body string, secret []byte, at time.Time) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if secret != nil {
+		Sign(req, []byte(body), secret, at)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// jsonError is the body of every error the API answers: writeJSONError's, indented.
+func jsonError(msg string) string {
+	b, _ := json.MarshalIndent(map[string]string{"error": msg}, "", "  ")
+	return string(b) + "\n"
+}
+
+func wantAnswer(t *testing.T, what string, rec *httptest.ResponseRecorder, code int, body string) {
+	t.Helper()
+	if rec.Code != code || rec.Body.String() != body {
+		t.Errorf("%s: %d %q, want %d %q", what, rec.Code, rec.Body.String(), code, body)
+	}
+	if ct := rec.Header().Get("Content-Type"); body != "" && ct != "application/json" {
+		t.Errorf("%s: Content-Type %q, want application/json", what, ct)
+	}
+}
+
+func TestAPI_InternalCallsMustBeSigned(t *testing.T) {
+	ac := newAPICluster(t, 1)
+	lead, _ := ac.waitAgreement(electionBound, ac.ids()...)
+	h := ac.apis[lead.cfg.NodeID].Internal()
+	unsigned := jsonError("internal calls must be signed with the cluster secret")
+	now := time.Now()
+
+	wantAnswer(t, "no signature", call(h, "POST", "/internal/asks/web", "", nil, now), 401, unsigned)
+	wantAnswer(t, "another secret", call(h, "POST", "/internal/asks/web", "", strangerSecret, now), 401, unsigned)
+	wantAnswer(t, "stale", call(h, "POST", "/internal/asks/web", "", testSecret, now.Add(-SignatureWindow-time.Second)), 401, unsigned)
+	wantAnswer(t, "from the future", call(h, "POST", "/internal/asks/web", "", testSecret, now.Add(SignatureWindow+time.Second)), 401, unsigned)
+	forged := httptest.NewRequest("DELETE", "/internal/members/n1", nil)
+	Sign(forged, nil, testSecret, now)
+	forged.URL.Path = "/internal/members/n2"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, forged)
+	wantAnswer(t, "signature of another path", rec, 401, unsigned)
+	if got := ac.asks[lead.cfg.NodeID].got(); len(got) != 0 {
+		t.Fatalf("unsigned asks reached the job: %v", got)
+	}
+	if members := lead.node.Status().Members; len(members) != 1 {
+		t.Fatalf("an unsigned call changed the membership: %v", members)
+	}
+
+	wantAnswer(t, "signed", call(h, "POST", "/internal/asks/web", "", testSecret, now), 202, "")
+	if got := ac.asks[lead.cfg.NodeID].got(); !slices.Equal(got, []string{"web"}) {
+		t.Errorf("the signed ask reached the job as %v, want [web]", got)
+	}
+}
+
+func TestAPI_AskReachesTheLeadersJobOnly(t *testing.T) {
+	ac := newAPICluster(t, 3)
+	lead, _ := ac.waitAgreement(electionBound, ac.ids()...)
+	ctx, cancel := context.WithTimeout(context.Background(), electionBound)
+	defer cancel()
+
+	// Signed internal asks, over the network: a follower refuses, the leader takes it.
+	path := "/internal/asks/" + url.PathEscape("app one")
+	for _, id := range ac.ids() {
+		code, body, err := Call(ctx, ac.apiAddr(id), testSecret, "POST", path, nil)
+		wantCode, wantBody := 421, jsonError("this node is not the leader")
+		if id == lead.cfg.NodeID {
+			wantCode, wantBody = 202, ""
+		}
+		if err != nil || code != wantCode || string(body) != wantBody {
+			t.Errorf("ask on %s: %d %q %v, want %d %q", id, code, body, err, wantCode, wantBody)
+		}
+	}
+	for _, id := range ac.ids() {
+		want := []string(nil)
+		if id == lead.cfg.NodeID {
+			want = []string{"app one"}
+		}
+		if got := ac.asks[id].got(); !slices.Equal(got, want) {
+			t.Errorf("asks that reached the job of %s: %v, want %v", id, got, want)
+		}
+	}
+
+	// An Asker forwards from a follower, and hands the ask to its own job on the leader.
+	local := &askRecorder{}
+	follower := ac.nodes[ac.followers(lead)[0]]
+	if err := (Asker{Node: follower.node, Local: local}).Ask(ctx, "web"); err != nil {
+		t.Fatalf("Asker on follower %s: %v", follower.cfg.NodeID, err)
+	}
+	if got := ac.asks[lead.cfg.NodeID].got(); !slices.Equal(got, []string{"app one", "web"}) {
+		t.Errorf("after a follower's Asker, the leader's job got %v, want [app one web]", got)
+	}
+	if err := (Asker{Node: lead.node, Local: local}).Ask(ctx, "api"); err != nil {
+		t.Fatalf("Asker on the leader: %v", err)
+	}
+	if got := local.got(); !slices.Equal(got, []string{"api"}) {
+		t.Errorf("the local job got %v, want only the leader's own ask [api]", got)
+	}
+	if got := ac.asks[lead.cfg.NodeID].got(); len(got) != 2 {
+		t.Errorf("the leader's Asker went through the internal API: %v", got)
+	}
+}
+
+func TestAPI_MembersChangeOnTheLeader(t *testing.T) {
+	ac := newAPICluster(t, 3)
+	lead, _ := ac.waitAgreement(electionBound, ac.ids()...)
+	follower := ac.followers(lead)[0]
+	ln := listen(t)
+	p4 := Peer{ID: "n4", RaftAddr: ln.Addr().String(), APIAddr: "127.0.0.1:19004"}
+	cfg := ac.config("n4", nil, testSecret)
+	cfg.Advertise = p4.RaftAddr
+	ac.start(cfg, ln)
+	body := `{"id": "n4", "raft_addr": "` + p4.RaftAddr + `", "api_addr": "` + p4.APIAddr + `"}`
+	notLeader := jsonError("this node is not the leader")
+
+	// A node that thought the follower led: refused, not forwarded.
+	internal := ac.apis[follower].Internal()
+	wantAnswer(t, "internal add on a follower", call(internal, "POST", "/internal/members", body, testSecret, time.Now()), 421, notLeader)
+	wantAnswer(t, "internal remove on a follower", call(internal, "DELETE", "/internal/members/n2", "", testSecret, time.Now()), 421, notLeader)
+	if members := lead.node.Status().Members; len(members) != 3 {
+		t.Fatalf("a refused call changed the membership: %v", members)
+	}
+
+	// An operator's call on a follower is forwarded to the leader, which adds the voter.
+	rec := call(ac.apis[follower].Admin(), "POST", "/api/cluster/members", body, nil, time.Time{})
+	st := decodeStatus(t, "operator add on a follower", rec)
+	if st.ID != lead.cfg.NodeID || !slices.ContainsFunc(st.Members, func(m Member) bool { return m.ID == "n4" && m.RaftAddr == p4.RaftAddr }) {
+		t.Errorf("operator add on a follower: answered by %s with members %v, want the leader %s with n4", st.ID, st.Members, lead.cfg.NodeID)
+	}
+	want := map[string]string{"n4": p4.APIAddr}
+	for _, p := range ac.peers {
+		want[p.ID] = p.APIAddr
+	}
+	ac.waitMembers(want)
+	if ac.logs.Lines("cluster member added", "id=n4", "raft_addr="+p4.RaftAddr, "api_addr="+p4.APIAddr) != 1 {
+		t.Errorf("no log line for the added member:\n%s", ac.logs.String())
+	}
+
+	// An internal call on the leader removes the member.
+	lead, _ = ac.waitAgreement(electionBound, ac.ids()...)
+	rec = call(ac.apis[lead.cfg.NodeID].Internal(), "DELETE", "/internal/members/n4", "", testSecret, time.Now())
+	st = decodeStatus(t, "internal remove on the leader", rec)
+	if slices.ContainsFunc(st.Members, func(m Member) bool { return m.ID == "n4" }) {
+		t.Errorf("internal remove on the leader: n4 is still a member: %v", st.Members)
+	}
+	if ac.logs.Lines("cluster member removed", "id=n4") != 1 {
+		t.Errorf("no log line for the removed member:\n%s", ac.logs.String())
+	}
+	ac.stop("n4")
+	delete(want, "n4")
+	ac.waitMembers(want)
+}
+
+func decodeStatus(t *testing.T, what string, rec *httptest.ResponseRecorder) Status {
+	t.Helper()
+	var st Status
+	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &st) != nil {
+		t.Fatalf("%s: %d %q, want 200 and the cluster's status", what, rec.Code, rec.Body.String())
+	}
+	return st
+}
+
+func TestAPI_BadMemberBodyIs400(t *testing.T) {
+	ac := newAPICluster(t, 1)
+	lead, _ := ac.waitAgreement(electionBound, ac.ids()...)
+	api := ac.apis[lead.cfg.NodeID]
+	shape := jsonError(`the body must be {"id": …, "raft_addr": "host:port", "api_addr": "host:port"}`)
+	for _, body := range []string{
+		``,
+		`not json`,
+		`{"id": "n9", "raft_addr": "127.0.0.1:7009"}`,
+		`{"id": "n9", "raft_addr": "127.0.0.1:7009", "api_addr": "127.0.0.1:9009", "voter": true}`,
+	} {
+		wantAnswer(t, "operator add "+body, call(api.Admin(), "POST", "/api/cluster/members", body, nil, time.Time{}), 400, shape)
+		wantAnswer(t, "internal add "+body, call(api.Internal(), "POST", "/internal/members", body, testSecret, time.Now()), 400, shape)
+	}
+	large := `{"id": "` + strings.Repeat("x", 5000) + `", "raft_addr": "127.0.0.1:7009", "api_addr": "127.0.0.1:9009"}`
+	wantAnswer(t, "operator add, too large", call(api.Admin(), "POST", "/api/cluster/members", large, nil, time.Time{}), 400, jsonError("the body is too large"))
+	if members := lead.node.Status().Members; len(members) != 1 {
+		t.Errorf("a bad body changed the membership: %v", members)
+	}
+}
+
+func TestAPI_NoLeaderKnown(t *testing.T) {
+	ac := newAPICluster(t, 1)
+	ac.waitAgreement(electionBound, ac.ids()...)
+	// A node outside every peers list, with no Raft state, waits to be added and knows no leader.
+	ln := listen(t)
+	cfg := ac.config("lonely", nil, testSecret)
+	cfg.Advertise = ln.Addr().String()
+	lonely := ac.start(cfg, ln)
+	api := ac.serveAPI(lonely, &askRecorder{})
+	if _, _, ok := lonely.node.Leader(); ok {
+		t.Fatal("a node nobody added knows a leader")
+	}
+
+	noLeader := jsonError("no leader is known right now (an election may be under way); try again")
+	body := `{"id": "n9", "raft_addr": "127.0.0.1:7009", "api_addr": "127.0.0.1:9009"}`
+	wantAnswer(t, "operator add", call(api.Admin(), "POST", "/api/cluster/members", body, nil, time.Time{}), 503, noLeader)
+	wantAnswer(t, "operator remove", call(api.Admin(), "DELETE", "/api/cluster/members/n1", "", nil, time.Time{}), 503, noLeader)
+	wantAnswer(t, "internal ask", call(api.Internal(), "POST", "/internal/asks/web", "", testSecret, time.Now()), 421, jsonError("this node is not the leader"))
+
+	local := &askRecorder{}
+	if err := (Asker{Node: lonely.node, Local: local}).Ask(context.Background(), "web"); !errors.Is(err, ErrNoLeader) {
+		t.Errorf("Asker without a leader = %v, want ErrNoLeader", err)
+	}
+	if got := local.got(); len(got) != 0 {
+		t.Errorf("a node that does not lead handed the ask to its own job: %v", got)
+	}
+	if strings.Contains(ac.logs.String(), "cluster member") {
+		t.Errorf("a refused call logged a membership change:\n%s", ac.logs.String())
+	}
+}
