@@ -177,13 +177,19 @@ func (p *parts) run(ctx context.Context, wg *sync.WaitGroup) {
 // close releases the parts in reverse order of creation. The apps themselves keep
 // running: visitors of awake apps must not pay for a gateway restart.
 func (p *parts) close() {
-	var errs []error
-	for i := len(p.closers) - 1; i >= 0; i-- {
-		errs = append(errs, p.closers[i]())
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := closeAll(p.closers); err != nil {
 		p.log.Warn("closing failed", "err", err)
 	}
+}
+
+// closeAll calls closers in reverse order, all of them, and returns their errors
+// joined.
+func closeAll(closers []func() error) error {
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		errs = append(errs, closers[i]())
+	}
+	return errors.Join(errs...)
 }
 
 // inPeers reports whether this node is one of the configured cluster peers.

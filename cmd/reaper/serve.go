@@ -133,23 +133,30 @@ type node struct {
 }
 
 // startNode builds every part from the configuration and starts listening. When it
-// returns without error the gateway serves.
-func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*node, error) {
+// returns without error the gateway serves; when it fails, what it had built is
+// closed again, in reverse order.
+func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *node, err error) {
 	if err := os.MkdirAll(cfg.Node.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("node.data_dir: %w", err)
 	}
 	n := &node{cfg: cfg, log: logger, failed: make(chan error, 2), ready: &readiness{}}
-	p, err := buildParts(ctx, cfg, logger)
-	if err != nil {
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			_ = closeAll(closers)
+		}
+	}()
+
+	if n.parts, err = buildParts(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
-	n.parts = p
+	closers = append(closers, func() error { n.parts.close(); return nil })
 	n.transports = plugin.NewTransports()
 	router, err := plugin.BuildRouter(ctx, cfg.Routes, n.buildOptions())
 	if err != nil {
-		p.close()
 		return nil, err
 	}
+	closers = append(closers, func() error { router.Close(); return nil })
 	n.gateway = plugin.NewGateway(plugin.GatewayOptions{
 		Logger:         logger,
 		Node:           cfg.Node.ID,
@@ -159,45 +166,53 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*n
 
 	gwLn, err := net.Listen("tcp", cfg.Node.Listen)
 	if err != nil {
-		router.Close()
-		p.close()
 		return nil, fmt.Errorf("node.listen: %w", err)
 	}
+	closers = append(closers, gwLn.Close)
 	var adminLn net.Listener
 	if cfg.Node.AdminListen != "" {
 		if adminLn, err = net.Listen("tcp", cfg.Node.AdminListen); err != nil {
-			gwLn.Close()
-			router.Close()
-			p.close()
 			return nil, fmt.Errorf("node.admin_listen: %w", err)
 		}
+		closers = append(closers, adminLn.Close)
 	}
-
-	var tlsConfig *tls.Config
-	if t := cfg.Node.TLS; t != nil {
-		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
-		if err != nil {
-			gwLn.Close()
-			if adminLn != nil {
-				adminLn.Close()
-			}
-			router.Close()
-			p.close()
-			return nil, fmt.Errorf("node.tls: %w", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	tlsConfig, err := loadTLS(cfg.Node.TLS)
+	if err != nil {
+		return nil, err
 	}
 
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.bgCancel = cancel
-	p.run(bgCtx, &n.bg)
+	n.parts.run(bgCtx, &n.bg)
+	n.serveGateway(gwLn, tlsConfig)
+	if adminLn != nil {
+		n.serveAdmin(adminLn)
+	}
+	n.ready.set(true)
+	logger.Info("reaper started", "node", cfg.Node.ID, "routes", len(cfg.Routes), "driver", cfg.PaaS.Driver, "store", cfg.Store.Driver, "data_dir", filepath.Clean(cfg.Node.DataDir))
+	return n, nil
+}
 
+// loadTLS returns the gateway's TLS configuration, or nil when node.tls is not set.
+func loadTLS(t *config.TLS) (*tls.Config, error) {
+	if t == nil {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+	if err != nil {
+		return nil, fmt.Errorf("node.tls: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// serveGateway serves the routes on ln, over TLS when tlsConfig is set.
+func (n *node) serveGateway(ln net.Listener, tlsConfig *tls.Config) {
 	n.gwServer = &http.Server{
 		Handler:           n.gateway,
-		ReadHeaderTimeout: cfg.Node.ReadHeaderTimeout.D(),
-		IdleTimeout:       cfg.Node.IdleTimeout.D(),
-		MaxHeaderBytes:    cfg.Node.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		ReadHeaderTimeout: n.cfg.Node.ReadHeaderTimeout.D(),
+		IdleTimeout:       n.cfg.Node.IdleTimeout.D(),
+		MaxHeaderBytes:    n.cfg.Node.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelDebug),
 	}
 	// Held HTTP/1 requests wait without a goroutine, and are served again by the
 	// same server when their app is up.
@@ -207,23 +222,22 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*n
 		scheme = "https"
 		n.gwServer.TLSConfig = tlsConfig // ServeTLS turns HTTP/2 on for it
 	}
-	n.serve(n.gwServer, gwLn, "gateway", scheme)
-	if adminLn != nil {
-		n.admin = &http.Server{
-			Handler:           adminHandler(cfg.Node.AdminToken, n.ready, n.adminAPI(), n.internal()),
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			MaxHeaderBytes:    64 << 10,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
-		}
-		n.serve(n.admin, adminLn, "admin", "http")
-		if !cfg.Node.AdminToken.IsSet() {
-			logger.Warn("the admin API is off: node.admin_token is not set; the admin listener serves /healthz and /readyz only")
-		}
+	n.serve(n.gwServer, ln, "gateway", scheme)
+}
+
+// serveAdmin serves health, the admin API and the cluster's internal calls on ln.
+func (n *node) serveAdmin(ln net.Listener) {
+	n.admin = &http.Server{
+		Handler:           adminHandler(n.cfg.Node.AdminToken, n.ready, n.adminAPI(), n.internal()),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelDebug),
 	}
-	n.ready.set(true)
-	logger.Info("reaper started", "node", cfg.Node.ID, "routes", len(cfg.Routes), "driver", cfg.PaaS.Driver, "store", cfg.Store.Driver, "data_dir", filepath.Clean(cfg.Node.DataDir))
-	return n, nil
+	n.serve(n.admin, ln, "admin", "http")
+	if !n.cfg.Node.AdminToken.IsSet() {
+		n.log.Warn("the admin API is off: node.admin_token is not set; the admin listener serves /healthz and /readyz only")
+	}
 }
 
 func (n *node) serve(srv *http.Server, ln net.Listener, name, scheme string) {
