@@ -37,23 +37,42 @@ type parts struct {
 	runners []func(ctx context.Context)
 }
 
-func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*parts, error) {
+// buildParts builds the parts in order, each step from what the previous ones
+// built. When a step fails, what the earlier steps opened is closed again.
+func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *parts, err error) {
 	p := &parts{log: logger}
-	ok := false
 	defer func() {
-		if !ok {
+		if err != nil {
 			p.close()
 		}
 	}()
+	steps := []func(context.Context, *config.Config) error{
+		p.openStore,
+		p.openDriver,
+		p.buildEngine,
+		p.joinCluster,
+		p.buildJob,
+		p.applyDryRun,
+	}
+	for _, step := range steps {
+		if err := step(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	p.wireJob()
+	return p, nil
+}
 
+// openStore opens the datastore: in memory with a state file, or Valkey.
+func (p *parts) openStore(ctx context.Context, cfg *config.Config) error {
 	switch cfg.Store.Driver {
 	case config.StoreMemory:
 		ms, err := reaper.NewMemStore(reaper.MemStoreOptions{
 			Path:   filepath.Join(cfg.Node.DataDir, "state.json"),
-			Logger: logger.With("part", "store"),
+			Logger: p.log.With("part", "store"),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("store: %w", err)
+			return fmt.Errorf("store: %w", err)
 		}
 		p.store = ms
 		p.runners = append(p.runners, ms.Run)
@@ -65,102 +84,140 @@ func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 			Password: cfg.Store.Password.Reveal(),
 			TLS:      cfg.Store.TLS,
 			Prefix:   cfg.Store.Prefix,
-			Logger:   logger.With("part", "store"),
+			Logger:   p.log.With("part", "store"),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("store: %w", err)
+			return fmt.Errorf("store: %w", err)
 		}
 		p.store = vs
 		p.closers = append(p.closers, vs.Close)
 	}
+	return nil
+}
 
-	readyDelay := 3 * time.Second
+// openDriver opens the platform driver.
+func (p *parts) openDriver(_ context.Context, cfg *config.Config) error {
 	switch cfg.PaaS.Driver {
 	case config.DriverProcess:
-		d, err := process.New(process.Options{DataDir: cfg.Node.DataDir, Apps: cfg.PaaS.Apps, Logger: logger.With("part", "process")})
+		d, err := process.New(process.Options{DataDir: cfg.Node.DataDir, Apps: cfg.PaaS.Apps, Logger: p.log.With("part", "process")})
 		if err != nil {
-			return nil, fmt.Errorf("paas: %w", err)
+			return fmt.Errorf("paas: %w", err)
 		}
 		p.driver = d
 		p.closers = append(p.closers, d.Close)
-		readyDelay = 0 // readiness is probed: up means answering
 	case config.DriverCleverCloud:
-		d, err := clevercloud.New(*cfg.PaaS.CleverCloud, clevercloud.Options{Logger: logger.With("part", "clevercloud"), Version: version})
+		d, err := clevercloud.New(*cfg.PaaS.CleverCloud, clevercloud.Options{Logger: p.log.With("part", "clevercloud"), Version: version})
 		if err != nil {
-			return nil, fmt.Errorf("paas.clevercloud: %w", err)
+			return fmt.Errorf("paas.clevercloud: %w", err)
 		}
 		p.driver = d
 	}
+	return nil
+}
 
-	engineOpts := reaper.EngineOptions{
+// buildEngine builds the reaper engine, which the reaper plugins of every route
+// share.
+func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
+	opts := reaper.EngineOptions{
 		Node:       cfg.Node.ID,
 		Store:      p.store,
-		Logger:     logger.With("part", "reaper"),
-		ReadyDelay: readyDelay,
+		Logger:     p.log.With("part", "reaper"),
+		ReadyDelay: 3 * time.Second,
 		GuessAppID: config.GuessAppID,
 		MaxHeld:    nodeMaxHeld(cfg.Reaper.MaxHeld),
 	}
-	if cfg.PaaS.Driver == config.DriverCleverCloud {
-		engineOpts.NotReadyYet = clevercloud.IsNotReadyYet
+	switch cfg.PaaS.Driver {
+	case config.DriverProcess:
+		opts.ReadyDelay = 0 // readiness is probed: up means answering
+	case config.DriverCleverCloud:
+		opts.NotReadyYet = clevercloud.IsNotReadyYet
 	}
-	p.engine = reaper.NewEngine(engineOpts)
-	jobOpts := reaper.JobOptions{
+	p.engine = reaper.NewEngine(opts)
+	p.runners = append(p.runners, p.engine.Run)
+	return nil
+}
+
+// joinCluster starts this node's Raft member, when the configuration names a
+// cluster.
+func (p *parts) joinCluster(_ context.Context, cfg *config.Config) error {
+	c := cfg.Cluster
+	if c == nil {
+		return nil
+	}
+	peers := make([]leader.Peer, len(c.Peers))
+	for i, pc := range c.Peers {
+		peers[i] = leader.Peer{ID: pc.ID, RaftAddr: pc.RaftAddr, APIAddr: pc.APIAddr}
+	}
+	ln, err := leader.New(leader.Config{
+		NodeID:     cfg.Node.ID,
+		RaftListen: c.RaftListen,
+		Advertise:  c.Advertise,
+		Peers:      peers,
+		Secret:     []byte(c.Secret.Reveal()),
+		DataDir:    cfg.Node.DataDir,
+		Logger:     p.log.With("part", "raft"),
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	p.leader = ln
+	if !inPeers(cfg) {
+		p.log.Warn("this node is not in cluster.peers: it does not bootstrap a cluster and waits to be added (reaper cluster join)", "node", cfg.Node.ID)
+	}
+	p.closers = append(p.closers, ln.Shutdown)
+	return nil
+}
+
+// buildJob builds the job that starts and stops the apps. In a cluster, only the
+// leader runs it, and its writes are fenced by the leader's term.
+func (p *parts) buildJob(_ context.Context, cfg *config.Config) error {
+	opts := reaper.JobOptions{
 		Engine:       p.engine,
 		Store:        p.store,
 		PaaS:         p.driver,
-		Logger:       logger.With("part", "job"),
+		Logger:       p.log.With("part", "job"),
 		FastInterval: cfg.Reaper.FastInterval.D(),
 		FullInterval: cfg.Reaper.JobInterval.D(),
 	}
-	if c := cfg.Cluster; c != nil {
-		peers := make([]leader.Peer, len(c.Peers))
-		for i, pc := range c.Peers {
-			peers[i] = leader.Peer{ID: pc.ID, RaftAddr: pc.RaftAddr, APIAddr: pc.APIAddr}
-		}
-		ln, err := leader.New(leader.Config{
-			NodeID:     cfg.Node.ID,
-			RaftListen: c.RaftListen,
-			Advertise:  c.Advertise,
-			Peers:      peers,
-			Secret:     []byte(c.Secret.Reveal()),
-			DataDir:    cfg.Node.DataDir,
-			Logger:     logger.With("part", "raft"),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
-		p.leader = ln
-		if !inPeers(cfg) {
-			logger.Warn("this node is not in cluster.peers: it does not bootstrap a cluster and waits to be added (reaper cluster join)", "node", cfg.Node.ID)
-		}
-		p.closers = append(p.closers, ln.Shutdown)
-		jobOpts.Fence = ln
+	if p.leader != nil {
+		opts.Fence = p.leader
 		// Other nodes see a WaitingForShutdown through the store's notification
 		// (or their next poll) and flush their traffic at once: give them that.
-		jobOpts.SettleDelay = settleDelay
+		opts.SettleDelay = settleDelay
 	}
-	p.job = reaper.NewJob(jobOpts)
-	if cfg.Reaper.DryRun {
-		// Keep whatever else an operator set (the kill switch).
-		s, err := p.store.Settings(ctx)
-		if err == nil && !s.DryRun {
-			s.DryRun = true
-			err = p.store.PutSettings(ctx, s)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
+	p.job = reaper.NewJob(opts)
+	return nil
+}
+
+// applyDryRun turns the store's dry run on when the configuration asks for it.
+// It never turns it off: an operator may have set it through the admin API.
+func (p *parts) applyDryRun(ctx context.Context, cfg *config.Config) error {
+	if !cfg.Reaper.DryRun {
+		return nil
 	}
-	p.runners = append(p.runners, p.engine.Run)
+	// Keep whatever else an operator set (the kill switch).
+	s, err := p.store.Settings(ctx)
+	if err == nil && !s.DryRun {
+		s.DryRun = true
+		err = p.store.PutSettings(ctx, s)
+	}
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// wireJob sends the engine's wake asks to the job, and runs the job: on a single
+// node, always; in a cluster, while this node leads, with asks forwarded to the
+// leader by the others.
+func (p *parts) wireJob() {
 	if p.leader == nil {
 		p.engine.SetAsker(p.job)
 		p.runners = append(p.runners, func(ctx context.Context) { p.job.Run(ctx, 0) })
-	} else {
-		p.engine.SetAsker(leader.Asker{Node: p.leader, Local: p.job})
-		p.runners = append(p.runners, func(ctx context.Context) { p.leader.Run(ctx, p.job.Run) })
+		return
 	}
-	ok = true
-	return p, nil
+	p.engine.SetAsker(leader.Asker{Node: p.leader, Local: p.job})
+	p.runners = append(p.runners, func(ctx context.Context) { p.leader.Run(ctx, p.job.Run) })
 }
 
 // run starts the background work; it ends when ctx does.
