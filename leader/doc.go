@@ -12,6 +12,14 @@
 // log, and the log is snapshotted like any Raft state. The Raft log, the stable store (a bolt file) and the
 // snapshots live under <data_dir>/raft.
 //
+// # HTTP API
+//
+// API serves two things on a node's admin listener: the internal calls other nodes make (wake asks and
+// membership changes, signed with the cluster secret, see Sign and Verify), which only the leader takes
+// and any other node refuses with 421; and the operator's /api/cluster endpoints, which the admin listener
+// puts behind its token and which a node that does not lead forwards to the leader. Asker is the sending
+// half of wake asks. The package declares AskHandler, the one method of the reaper's job it calls.
+//
 // # Security
 //
 // Every Raft connection starts with a mutual challenge–response: each side sends a random nonce and proves
