@@ -1,6 +1,6 @@
 // Package page renders the HTML pages that reaper answers in place of an app: for now the waiting page a
-// browser gets while the app it asked for is asleep. Pages are templ components, so the templates of
-// operators (package templates) and a future dashboard can reuse their pieces.
+// browser gets while the app it asked for is asleep. Pages are templ components. An operator's own
+// waiting page (package templates) is rendered on its own and shares nothing with this one.
 //
 // The waiting page is self-contained: no external script, stylesheet, font or image, light and dark from
 // prefers-color-scheme, twelve languages chosen from Accept-Language. It polls its own URL with a HEAD

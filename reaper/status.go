@@ -1,9 +1,3 @@
-// Package reaper puts apps nobody uses to sleep and wakes them on the next request.
-//
-// It holds the reaper plugin (request classification, holding, the answers given
-// while an app sleeps), app records and statuses, the pure decision function Decide,
-// the job that applies decisions through a paas.Client, wake asks, traffic
-// accounting, and the Store interface with its in-memory implementation.
 package reaper
 
 import (
