@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/reapergw/reaper/internal/conf"
 )
@@ -108,7 +109,7 @@ func compileFrontend(r *Route, f *FrontendConfig, path string, errs *conf.Errors
 	}
 	mp := conf.Key(path, "methods")
 	for i, m := range f.Methods {
-		if !validToken(m) {
+		if !httpguts.ValidHeaderFieldName(m) { // a method is a token too
 			errs.Add(conf.Index(mp, i), "%s is not an HTTP method", strconv.Quote(m))
 			continue
 		}
@@ -123,7 +124,7 @@ func compileFrontend(r *Route, f *FrontendConfig, path string, errs *conf.Errors
 	canon := map[string]string{}
 	for _, name := range names {
 		p := conf.Key(hp, name)
-		if !validToken(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			errs.Add(p, "%s is not a valid header name", strconv.Quote(name))
 			continue
 		}
@@ -261,24 +262,6 @@ func decodePlugin(info Info, pc *PluginConfig, path string, errs *conf.Errors) P
 	}
 	d.Decode(n, p, path, errs)
 	return p
-}
-
-// validToken reports whether s is an HTTP token (RFC 9110), as header names and
-// methods are.
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			continue
-		}
-		if strings.IndexByte("!#$%&'*+-.^_`|~", c) < 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // regexpError says why a regular expression was refused, without Go's wording.

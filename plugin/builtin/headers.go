@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/plugin"
 )
@@ -66,7 +68,7 @@ func (o *HeaderOps) Validate(path string, errs *conf.Errors) {
 	checkMap := func(field string, m map[string]string) {
 		for _, name := range sortedKeys(m) {
 			p := conf.Key(conf.Key(path, field), name)
-			if !validName(name) {
+			if !httpguts.ValidHeaderFieldName(name) {
 				errs.Add(p, "%s is not a valid header name", strconv.Quote(name))
 			} else if !validValue(m[name]) {
 				errs.Add(p, "the value must not contain CR, LF or other control characters")
@@ -76,7 +78,7 @@ func (o *HeaderOps) Validate(path string, errs *conf.Errors) {
 	checkMap("add", o.Add)
 	checkMap("set", o.Set)
 	for i, name := range o.Remove {
-		if !validName(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			errs.Add(conf.Index(conf.Key(path, "remove"), i), "%s is not a valid header name", strconv.Quote(name))
 		}
 	}
@@ -135,23 +137,6 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// validName reports whether s is an HTTP token (RFC 9110).
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			continue
-		}
-		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
-			return false
-		}
-	}
-	return true
 }
 
 // validValue reports whether s may be a header value: no control characters but
