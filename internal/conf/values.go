@@ -38,7 +38,7 @@ func (d *Decoder) expand(s string) (string, error) {
 		}
 		ref := s[i+2 : i+end]
 		name, def, hasDef := strings.Cut(ref, ":-")
-		if !validEnvName(name) {
+		if !ValidEnvName(name) {
 			return "", fmt.Errorf("${%s} is not a valid environment variable reference", ref)
 		}
 		val, ok := d.lookup(name)
@@ -56,7 +56,9 @@ func (d *Decoder) expand(s string) (string, error) {
 	}
 }
 
-func validEnvName(s string) bool {
+// ValidEnvName reports whether s may name an environment variable: letters,
+// digits and '_', not starting with a digit (the shell's rule).
+func ValidEnvName(s string) bool {
 	if s == "" {
 		return false
 	}

@@ -90,12 +90,12 @@ func (c *AppConfig) Validate(path string, errs *conf.Errors) {
 		errs.Add(conf.Index(conf.Key(path, "command"), 0), "the program must not be empty")
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
-		if !validEnvName(k) {
+		if !conf.ValidEnvName(k) {
 			errs.Add(conf.Key(conf.Key(path, "env"), k), "%s is not a valid environment variable name", strconv.Quote(k))
 		}
 	}
 	for i, k := range c.InheritEnv {
-		if !validEnvName(k) {
+		if !conf.ValidEnvName(k) {
 			errs.Add(conf.Index(conf.Key(path, "inherit_env"), i), "%s is not a valid environment variable name", strconv.Quote(k))
 		}
 	}
@@ -251,21 +251,6 @@ func validID(s string) bool {
 	for _, c := range s {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func validEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, c := range s {
-		switch {
-		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
-		case c >= '0' && c <= '9' && i > 0:
 		default:
 			return false
 		}
