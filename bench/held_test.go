@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/bench/procfs"
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // TestHeldRun_SeesEveryRequestHeldThenEveryAnswer plays reaper with a server
@@ -42,22 +43,18 @@ func TestHeldRun_SeesEveryRequestHeldThenEveryAnswer(t *testing.T) {
 	if err := run.send(context.Background(), gw.String(), n); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s, err := procfs.ReadServerSockets(gw)
-		if err != nil {
+	var s procfs.ServerSockets
+	if !testwait.Until(5*time.Second, func() bool {
+		var err error
+		if s, err = procfs.ReadServerSockets(gw); err != nil {
 			t.Fatal(err)
 		}
-		if s.Established >= n && s.Settled() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sockets %+v never settled", s)
-		}
-		time.Sleep(10 * time.Millisecond) // poll /proc
+		return s.Established >= n && s.Settled()
+	}) {
+		t.Fatalf("sockets %+v never settled", s)
 	}
 	// Settled means the server read every request: each handler has started.
-	waitUntil(t, func() bool { return arrived.Load() == n })
+	testwait.For(t, 5*time.Second, "every handler to start", func() bool { return arrived.Load() == n })
 	if a := run.answered.Load(); a != 0 {
 		t.Fatalf("%d answered before the release", a)
 	}
@@ -85,16 +82,5 @@ func TestHeldRun_TalliesRefusals(t *testing.T) {
 	r := run.tally()
 	if r.ok != 0 || r.errors != 3 || r.firstErr == "" || run.firstAnswer() == "none found" {
 		t.Errorf("tally %+v, first answer %q", r, run.firstAnswer())
-	}
-}
-
-func waitUntil(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond) // poll
 	}
 }

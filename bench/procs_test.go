@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 func TestCleanups_RunLastFirstAndOnce(t *testing.T) {
@@ -96,19 +98,6 @@ func TestLogWatch_WaitForEndsWithContextAndTimeout(t *testing.T) {
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
-// waitGone polls until pid no longer exists (a zombie of this test's child counts
-// as gone once reaped by Wait).
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d still alive", pid)
-		}
-		time.Sleep(10 * time.Millisecond) // poll
-	}
-}
-
 // TestStartProcess_StopKillsTheWholeGroup starts a shell that starts a child of
 // its own, the way reaper's apps would be if they shared its group, and checks
 // that stop ends both, even though the shell ignores SIGTERM.
@@ -135,7 +124,7 @@ func TestStartProcess_StopKillsTheWholeGroup(t *testing.T) {
 	}
 	// sleep got SIGTERM with the group and died of it; the shell ignored it and
 	// needed the SIGKILL after the grace.
-	waitGone(t, child)
+	testwait.For(t, 5*time.Second, "the child "+strconv.Itoa(child)+" to be gone", func() bool { return !alive(child) })
 	if took := time.Since(start); took < p.grace {
 		t.Errorf("stop took %v: the shell ignores SIGTERM, so it needed SIGKILL after %v", took, p.grace)
 	}

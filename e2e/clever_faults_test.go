@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
 )
 
@@ -23,7 +24,7 @@ func (e *ccEnv) waitAllStatus(names []string, status string, limit time.Duration
 	for _, n := range names {
 		want[e.ids[n]] = true
 	}
-	poll(e.t, limit, "every app "+status, func() bool {
+	testwait.For(e.t, limit, "every app "+status, func() bool {
 		seen := map[string]bool{}
 		for _, l := range e.p.logs() {
 			if id, _ := l["app"].(string); l["msg"] == "app status changed" && l["to"] == status && want[id] {
@@ -144,7 +145,7 @@ func TestClever_PlatformNotRunning404NeverReachesAClient(t *testing.T) {
 	t.Logf("the held request got %d (marker %q)", code, h.Get("CleverCloud-Reaper-Status"))
 	// Until the app answers: API calls, polls and page loads, in turn.
 	i := 0
-	poll(t, 15*time.Second, "the app answers", func() bool {
+	testwait.For(t, 15*time.Second, "the app answers", func() bool {
 		i++
 		var resp *http.Response
 		var err error
@@ -267,7 +268,7 @@ func TestClever_SlowAPIDuringAWakeDoesNotRestartTheApp(t *testing.T) {
 	}()
 	// While the start call is on its way, another caller asks for the app (as any
 	// request during a long boot does): that ask stays until the app is up.
-	poll(t, 10*time.Second, "reaper starts the app", func() bool { return e.reaperStatus("web") == "WaitingForUp" })
+	testwait.For(t, 10*time.Second, "reaper starts the app", func() bool { return e.reaperStatus("web") == "WaitingForUp" })
 	req, _ := http.NewRequest("POST", "http://"+e.p.admin+"/api/apps/"+id+"/_wake", nil)
 	req.Header.Set("Authorization", "Bearer "+ccAdminToken)
 	resp, err := http.DefaultClient.Do(req)

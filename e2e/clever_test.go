@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
 )
 
@@ -278,7 +279,7 @@ func TestClever_IdleAppSleepsAfterItsGracePeriod(t *testing.T) {
 	}
 	// Two more full passes: a sleeping app is not stopped again.
 	after := e.observations("web")
-	poll(t, 10*time.Second, "two more job passes", func() bool { return e.observations("web") >= after+2 })
+	testwait.For(t, 10*time.Second, "two more job passes", func() bool { return e.observations("web") >= after+2 })
 	if n := e.calls("web", "DELETE", "/instances"); n != 1 {
 		t.Errorf("DELETE …/instances sent %d times, want exactly 1", n)
 	}
@@ -329,7 +330,7 @@ func TestClever_WakeHoldUnavailableAndWaitingPage(t *testing.T) {
 		if d := time.Since(begin); d > time.Second {
 			t.Errorf("answered after %v, want at once", d)
 		}
-		poll(t, 15*time.Second, "the app answers once up", func() bool {
+		testwait.For(t, 15*time.Second, "the app answers once up", func() bool {
 			code, got, h, _, err := e.getJSON(http.DefaultClient, "unavail")
 			if err == nil && code == 404 && h.Get(fakeclever.UpgradeHeader) != "" {
 				t.Fatalf("the platform's 404 reached the client")
@@ -352,7 +353,7 @@ func TestClever_WakeHoldUnavailableAndWaitingPage(t *testing.T) {
 			t.Errorf("browser: %d %v", resp.StatusCode, resp.Header)
 		}
 		polls := 0
-		poll(t, 15*time.Second, "a poll reaches the app", func() bool {
+		testwait.For(t, 15*time.Second, "a poll reaches the app", func() bool {
 			polls++
 			resp, err := e.p.request("HEAD", "page.test", "/", nil, "CleverCloud-Reaper", "poll", "Accept", "application/json")
 			if err != nil {
@@ -411,7 +412,7 @@ func TestClever_AppStoppedFromTheConsoleIsSeenDownAndWokenByTheNextRequest(t *te
 	if err := e.fake.Console(id).Stop(); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 10*time.Second, "reaper sees the app Down", func() bool { return e.reaperStatus("web") == "Down" })
+	testwait.For(t, 10*time.Second, "reaper sees the app Down", func() bool { return e.reaperStatus("web") == "Down" })
 	if n := e.calls("web", "DELETE", "/instances"); n != 0 {
 		t.Errorf("reaper sent %d stops, want none", n)
 	}

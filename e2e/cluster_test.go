@@ -20,6 +20,7 @@ import (
 
 	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/internal/redistest"
+	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
 )
@@ -254,7 +255,7 @@ func (e *clusterEnv) waitLeader(nodes []*clusterNode, limit time.Duration, notID
 	e.t.Helper()
 	var lead leader.Status
 	var last []string
-	poll(e.t, limit, "one leader agreed on by every node", func() bool {
+	testwait.For(e.t, limit, "one leader agreed on by every node", func() bool {
 		last = last[:0]
 		sts := map[string]leader.Status{}
 		for _, n := range nodes {
@@ -308,7 +309,7 @@ func (e *clusterEnv) appStatus(n *clusterNode, name string) string {
 // waitAppStatus waits until every node of nodes says the app is in status.
 func (e *clusterEnv) waitAppStatus(nodes []*clusterNode, name, status string, limit time.Duration) {
 	e.t.Helper()
-	poll(e.t, limit, name+" "+status+" on every node", func() bool {
+	testwait.For(e.t, limit, name+" "+status+" on every node", func() bool {
 		for _, n := range nodes {
 			if e.appStatus(n, name) != status {
 				return false
@@ -572,7 +573,7 @@ func TestCluster_LeaderKilledMidWakeNewLeaderCompletesIt(t *testing.T) {
 	survivors := others(e.nodes, old)
 
 	results := e.getAll(survivors[:1], "web", 1)
-	poll(t, 10*time.Second, "the platform got the start", func() bool { return e.fake.Starts(e.ids["web"]) == 1 })
+	testwait.For(t, 10*time.Second, "the platform got the start", func() bool { return e.fake.Starts(e.ids["web"]) == 1 })
 	old.p.kill()
 	killed := time.Now()
 
@@ -605,7 +606,7 @@ func TestCluster_LeaderKilledHoldingTheAppLockWakeStillCompletes(t *testing.T) {
 	lockKey := "reaper:lock:" + e.ids["web"]
 	var token string
 	var since time.Time
-	poll(t, 10*time.Second, "the leader holds the app's lock in a slow step", func() bool {
+	testwait.For(t, 10*time.Second, "the leader holds the app's lock in a slow step", func() bool {
 		v, err := e.redis.Do("GET", lockKey)
 		if err != nil || v == "" || v != token {
 			token, since = v, time.Now()
@@ -678,7 +679,7 @@ func TestCluster_RedisRestartedMidRunLosesNoAskStartsOnce(t *testing.T) {
 
 	// Redis restarted while a wake is under way: the start is sent, the app boots.
 	during := e.getAll(e.nodes, "during", 2)
-	poll(t, 15*time.Second, "the platform got the start", func() bool { return e.fake.Starts(e.ids["during"]) == 1 })
+	testwait.For(t, 15*time.Second, "the platform got the start", func() bool { return e.fake.Starts(e.ids["during"]) == 1 })
 	restarted := time.Now()
 	e.redis.Restart()
 	got = e.expectApp(during, 6, "during", 45*time.Second)
@@ -720,7 +721,7 @@ func TestCluster_NodeKilledWithRequestsInFlightAppSleepsOnceTheyExpire(t *testin
 		}
 	}
 	// The leader sees them through the store, where the follower flushes its counts.
-	poll(t, 10*time.Second, "the leader's view of the app shows 2 requests in flight", func() bool {
+	testwait.For(t, 10*time.Second, "the leader's view of the app shows 2 requests in flight", func() bool {
 		return e.adminInFlight(e.node(lead.ID), "slow") == 2
 	})
 	// A job pass reads the app's state: GET /v2/summary for several apps, a GET
@@ -735,7 +736,7 @@ func TestCluster_NodeKilledWithRequestsInFlightAppSleepsOnceTheyExpire(t *testin
 		return n
 	}
 	var base int
-	poll(t, 20*time.Second, "the grace period over, and three full passes after it", func() bool {
+	testwait.For(t, 20*time.Second, "the grace period over, and three full passes after it", func() bool {
 		if time.Since(sent) < grace {
 			base = summaries()
 			return false
@@ -745,7 +746,7 @@ func TestCluster_NodeKilledWithRequestsInFlightAppSleepsOnceTheyExpire(t *testin
 	// The leader may have marked the app WaitingForShutdown before the follower's
 	// counts reached the store (they are flushed every 5 s, and at once when a node
 	// sees that mark): its check after the settle delay must then put it back Up.
-	poll(t, 10*time.Second, "the leader says Up", func() bool { return e.appStatus(e.node(lead.ID), "slow") == "Up" })
+	testwait.For(t, 10*time.Second, "the leader says Up", func() bool { return e.appStatus(e.node(lead.ID), "slow") == "Up" })
 	if n := e.apiCalls("slow", "DELETE", "/instances"); n != 0 {
 		t.Fatalf("the app was stopped with two requests in flight through a live node")
 	}
@@ -759,7 +760,7 @@ func TestCluster_NodeKilledWithRequestsInFlightAppSleepsOnceTheyExpire(t *testin
 	}
 	// The dead node's counts expire (three flush intervals: 15 s after its last
 	// flush), then the leader settles and stops the app.
-	poll(t, grace+25*time.Second, "the app put to sleep", func() bool { return e.apiCalls("slow", "DELETE", "/instances") == 1 })
+	testwait.For(t, grace+25*time.Second, "the app put to sleep", func() bool { return e.apiCalls("slow", "DELETE", "/instances") == 1 })
 	slept := time.Since(killed)
 	t.Logf("stopped %v after the node died", slept.Round(time.Millisecond))
 	if slept < 5*time.Second {
@@ -827,7 +828,7 @@ func TestCluster_JoinAndRemoveANode(t *testing.T) {
 	if strings.Contains(out, "n4") {
 		t.Errorf("reaper cluster remove output still lists n4:\n%s", out)
 	}
-	poll(t, 10*time.Second, "n4 gone from every member's view", func() bool {
+	testwait.For(t, 10*time.Second, "n4 gone from every member's view", func() bool {
 		for _, n := range initial {
 			st, err := e.status(n)
 			if err != nil || !slices.Equal(members(st), []string{"n1", "n2", "n3"}) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/freeport"
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // gatewayConfig routes host to backend, with no reaper plugin.
@@ -68,7 +69,7 @@ func TestServe_GracefulDrainOnSIGTERM(t *testing.T) {
 	p.signal(syscall.SIGTERM)
 	p.waitLog(func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), "shutting down") }, 5*time.Second)
 	// No new connection is accepted while the request drains.
-	poll(t, 5*time.Second, "the listener closes", func() bool {
+	testwait.For(t, 5*time.Second, "the listener closes", func() bool {
 		c, err := net.Dial("tcp", p.gateway)
 		if err == nil {
 			c.Close()
@@ -195,7 +196,7 @@ func TestServe_StreamsBodiesWithBoundedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	poll(t, 10*time.Second, "demoapp listens", func() bool {
+	testwait.For(t, 10*time.Second, "demoapp listens", func() bool {
 		c, err := net.Dial("tcp", app)
 		if err == nil {
 			c.Close()

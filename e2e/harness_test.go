@@ -243,18 +243,6 @@ func readAll(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
-// poll calls f until it returns true, failing after limit.
-func poll(t *testing.T, limit time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // vmHWM returns the peak resident memory of a process, in bytes.
 func vmHWM(t *testing.T, pid int) int64 {
 	t.Helper()

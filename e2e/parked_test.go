@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/freeport"
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // Held requests wait parked in the real binary: hundreds of clients wait for an
@@ -68,18 +69,16 @@ func TestReaper_ParkedClientsThatLeaveNeverReachTheApp(t *testing.T) {
 	// The access log: the clients that left got nothing from the app. Lines are
 	// written in batches: wait for all n.
 	var lines []map[string]any
-	deadline := time.Now().Add(10 * time.Second)
-	for len(lines) < n {
+	if !testwait.Until(10*time.Second, func() bool {
 		lines = lines[:0]
 		for _, l := range p.logs() {
 			if id, _ := l["request_id"].(string); l["msg"] == "access" && strings.HasPrefix(id, "parked-") {
 				lines = append(lines, l)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d access lines of the first requests, want %d", len(lines), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(lines) >= n
+	}) {
+		t.Fatalf("%d access lines of the first requests, want %d", len(lines), n)
 	}
 	left, answered := 0, 0
 	for _, l := range lines {
@@ -158,12 +157,9 @@ func heldOn(t *testing.T, p *reaperProc) int {
 // waitHeldOn polls the admin API until want requests are held.
 func waitHeldOn(t *testing.T, p *reaperProc, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for got := heldOn(t, p); got != want; got = heldOn(t, p) {
-		if time.Now().After(deadline) {
-			t.Fatalf("held = %d, want %d", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got int
+	if !testwait.Until(20*time.Second, func() bool { got = heldOn(t, p); return got == want }) {
+		t.Fatalf("held = %d, want %d", got, want)
 	}
 }
 

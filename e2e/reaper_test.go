@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/reapergw/reaper/internal/freeport"
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // app describes one demo app run by reaper's process driver behind a route.
@@ -174,7 +175,7 @@ func TestReaper_AnswersWhileAsleep(t *testing.T) {
 		plugin: `monitoring_filters: [{source: user_agent, regex: "(?i)uptimerobot"}]`}
 	api := app{id: "api", addr: freeport.Addr(t), flags: `"--boot-delay", "1s"`, plugin: `api_behavior: unavailable`}
 	p := startReaper(t, t.TempDir(), reaperConfig(web, api))
-	poll(t, 10*time.Second, "both apps Down", func() bool {
+	testwait.For(t, 10*time.Second, "both apps Down", func() bool {
 		n := 0
 		for _, l := range p.logs() {
 			if l["to"] == "Down" {
@@ -207,7 +208,7 @@ func TestReaper_AnswersWhileAsleep(t *testing.T) {
 		!strings.Contains(body, "the application is waking up, retry later") {
 		t.Errorf("unavailable: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
-	poll(t, 10*time.Second, "api answers once up", func() bool { code, _, _ := getApp(t, p, "api.test"); return code == 200 })
+	testwait.For(t, 10*time.Second, "api answers once up", func() bool { code, _, _ := getApp(t, p, "api.test"); return code == 200 })
 
 	// A browser: the waiting page, and the app wakes.
 	resp, _ = p.request("GET", "web.test", "/", nil, "Accept", "text/html")
@@ -217,7 +218,7 @@ func TestReaper_AnswersWhileAsleep(t *testing.T) {
 		t.Errorf("browser: %d %v", resp.StatusCode, resp.Header)
 	}
 	// Polls: the gateway answers while it wakes, the app once it is up.
-	poll(t, 10*time.Second, "a poll reaches the app", func() bool {
+	testwait.For(t, 10*time.Second, "a poll reaches the app", func() bool {
 		resp, err := p.request("HEAD", "web.test", "/", nil, "CleverCloud-Reaper", "poll", "Accept", "application/json")
 		if err != nil {
 			return false
@@ -302,7 +303,7 @@ func TestReaper_IdleAppSleeps_OpenWebSocketKeepsItAwake(t *testing.T) {
 	conn.Close(websocket.StatusNormalClosure, "")
 	closed := time.Now()
 	// Closed: it sleeps after a grace period from the close.
-	poll(t, 15*time.Second, "the app process is gone", func() bool { return !alive(ans.PID) })
+	testwait.For(t, 15*time.Second, "the app process is gone", func() bool { return !alive(ans.PID) })
 	if slept := time.Since(closed); slept < 2*time.Second {
 		t.Errorf("slept %v after the WebSocket closed, before the grace period", slept)
 	}
@@ -318,7 +319,7 @@ func TestReaper_AppKilledByHandIsWokenByTheNextRequest(t *testing.T) {
 	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 5*time.Second, "the app is dead", func() bool { return !alive(first.PID) })
+	testwait.For(t, 5*time.Second, "the app is dead", func() bool { return !alive(first.PID) })
 	code, second, _ := getApp(t, p, "web.test")
 	if code != 200 || second.PID == first.PID {
 		t.Errorf("after the kill: %d from pid %d (was %d), want 200 from a new process", code, second.PID, first.PID)
@@ -346,7 +347,7 @@ func TestReaper_RestartMidIdleKeepsTheClock(t *testing.T) {
 	restarted := time.Now()
 	p2 := startReaper(t, dir, cfg)
 	_ = p2
-	poll(t, 20*time.Second, "the app sleeps", func() bool { return !alive(ans.PID) })
+	testwait.For(t, 20*time.Second, "the app sleeps", func() bool { return !alive(ans.PID) })
 	// Due 8 s after its last use; a restart that reset the clock would give 8 s
 	// after the restart.
 	if late := time.Since(used); late > 8*time.Second+3*time.Second {

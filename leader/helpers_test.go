@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/reapergw/reaper/internal/logtest"
+	"github.com/reapergw/reaper/internal/testwait"
 	"log/slog"
 	"net"
 	"sync"
@@ -17,20 +18,6 @@ var (
 	testSecret     = []byte("good-cluster-secret-7f3a9c1e")
 	strangerSecret = []byte("wrong-cluster-secret-b8d2e046")
 )
-
-// waitFor polls cond every 10 ms until it holds or timeout passes, then fails the test.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
 
 // leaderCall is one call of whileLeader.
 type leaderCall struct {
@@ -203,7 +190,7 @@ func (c *cluster) waitAgreement(timeout time.Duration, ids ...string) (*testNode
 	c.t.Helper()
 	var leader *testNode
 	var term uint64
-	waitFor(c.t, timeout, fmt.Sprintf("agreement on a leader among %v", ids), func() bool {
+	testwait.For(c.t, timeout, fmt.Sprintf("agreement on a leader among %v", ids), func() bool {
 		lid, _, ok := c.nodes[ids[0]].node.Leader()
 		if !ok || c.nodes[lid] == nil || !c.nodes[lid].node.IsLeader() {
 			return false

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // electionBound is how long a test waits for an election. The aim is ~2 s on a LAN; the bound leaves room
@@ -31,7 +33,7 @@ func TestCluster_ElectsOneLeader(t *testing.T) {
 		t.Fatalf("%d nodes say they are leader, want 1", leaders)
 	}
 
-	waitFor(t, electionBound, "whileLeader on the leader", func() bool { return leader.rec.callFor(term) != nil })
+	testwait.For(t, electionBound, "whileLeader on the leader", func() bool { return leader.rec.callFor(term) != nil })
 	for _, id := range ids {
 		tn := c.nodes[id]
 		if tn.rec.overlap.Load() {
@@ -73,7 +75,7 @@ func TestCluster_ElectsOneLeader(t *testing.T) {
 func TestCluster_LeaderFailover(t *testing.T) {
 	c := newCluster(t, 3)
 	old, oldTerm := c.waitAgreement(electionBound, c.ids()...)
-	waitFor(t, electionBound, "whileLeader on the first leader", func() bool { return old.rec.callFor(oldTerm) != nil })
+	testwait.For(t, electionBound, "whileLeader on the first leader", func() bool { return old.rec.callFor(oldTerm) != nil })
 	oldCall := old.rec.callFor(oldTerm)
 
 	killed := time.Now()
@@ -89,7 +91,7 @@ func TestCluster_LeaderFailover(t *testing.T) {
 	if next.cfg.NodeID == old.cfg.NodeID || nextTerm <= oldTerm {
 		t.Fatalf("new leader %s at term %d; old was %s at term %d", next.cfg.NodeID, nextTerm, old.cfg.NodeID, oldTerm)
 	}
-	waitFor(t, electionBound, "whileLeader on the new leader", func() bool { return next.rec.callFor(nextTerm) != nil })
+	testwait.For(t, electionBound, "whileLeader on the new leader", func() bool { return next.rec.callFor(nextTerm) != nil })
 	for _, id := range c.ids() {
 		tn := c.nodes[id]
 		if tn.rec.overlap.Load() {
@@ -108,7 +110,7 @@ func TestCluster_VerifyLeaderFailsWhenCutOff(t *testing.T) {
 	c := newCluster(t, 3)
 	leader, term := c.waitAgreement(electionBound, c.ids()...)
 	// whileLeader runs once the leader's barrier has committed, which needs the followers: wait for it first.
-	waitFor(t, electionBound, "whileLeader on the leader", func() bool { return leader.rec.callFor(term) != nil })
+	testwait.For(t, electionBound, "whileLeader on the leader", func() bool { return leader.rec.callFor(term) != nil })
 	ctx, cancel := context.WithTimeout(context.Background(), electionBound)
 	defer cancel()
 	if err := leader.node.VerifyLeader(ctx); err != nil {
@@ -127,7 +129,7 @@ func TestCluster_VerifyLeaderFailsWhenCutOff(t *testing.T) {
 	// a call fails, within the bound.
 	start := time.Now()
 	var err error
-	waitFor(t, electionBound, "VerifyLeader to fail on the cut-off leader", func() bool {
+	testwait.For(t, electionBound, "VerifyLeader to fail on the cut-off leader", func() bool {
 		err = leader.node.VerifyLeader(ctx)
 		return err != nil
 	})
@@ -163,7 +165,7 @@ func TestCluster_WrongSecretCannotVote(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, 4*electionBound, "the members to refuse the stranger repeatedly", func() bool {
+	testwait.For(t, 4*electionBound, "the members to refuse the stranger repeatedly", func() bool {
 		if stranger.node.IsLeader() {
 			t.Fatal("the stranger became leader")
 		}
@@ -222,7 +224,7 @@ func TestCluster_RestartRejoinsWithoutBootstrap(t *testing.T) {
 	id := follower.cfg.NodeID
 	// Snapshot the follower once it holds the API addresses the leader logged, so that the restart also
 	// restores the directory from a snapshot.
-	waitFor(t, electionBound, "the logged API addresses on the follower", func() bool {
+	testwait.For(t, electionBound, "the logged API addresses on the follower", func() bool {
 		for _, p := range c.peers {
 			if got, ok := follower.node.dir.loggedAddr(p.ID); !ok || got != p.APIAddr {
 				return false
@@ -258,7 +260,7 @@ func TestCluster_RestartRejoinsWithoutBootstrap(t *testing.T) {
 	if err := newLeader.node.AddVoter(ctx, Peer{ID: id, RaftAddr: cfg.RaftListen, APIAddr: "127.0.0.1:29999"}); err != nil {
 		t.Fatalf("AddVoter (address update) after restart: %v", err)
 	}
-	waitFor(t, electionBound, "the restarted node to apply the leader's log", func() bool {
+	testwait.For(t, electionBound, "the restarted node to apply the leader's log", func() bool {
 		return restarted.node.raft.AppliedIndex() >= newLeader.node.raft.AppliedIndex()
 	})
 	if _, api, _ := restarted.node.Leader(); api != c.apiAddr(newLeader.cfg.NodeID) {
@@ -326,7 +328,7 @@ func TestCluster_AddVoterThenRemoveServer(t *testing.T) {
 // waitMembers waits until every running node lists exactly the members of want with those API addresses.
 func (c *cluster) waitMembers(want map[string]string) {
 	c.t.Helper()
-	waitFor(c.t, electionBound, "membership on every node", func() bool {
+	testwait.For(c.t, electionBound, "membership on every node", func() bool {
 		for _, id := range c.ids() {
 			members := c.nodes[id].node.Status().Members
 			if len(members) != len(want) {
@@ -346,7 +348,7 @@ func TestSingleNode_ElectsItself(t *testing.T) {
 	c := newCluster(t, 1)
 	start := time.Now()
 	tn, term := c.waitAgreement(electionBound, "n1")
-	waitFor(t, electionBound, "whileLeader", func() bool { return tn.rec.callFor(term) != nil })
+	testwait.For(t, electionBound, "whileLeader", func() bool { return tn.rec.callFor(term) != nil })
 	t.Logf("single node led after %s", time.Since(start).Round(time.Millisecond))
 	if st := tn.node.Status(); st.State != StateLeader || len(st.Members) != 1 || st.Members[0].APIAddr != c.apiAddr("n1") {
 		t.Fatalf("Status = %+v", st)

@@ -3,6 +3,7 @@ package leader
 import (
 	"errors"
 	"github.com/reapergw/reaper/internal/logtest"
+	"github.com/reapergw/reaper/internal/testwait"
 	"io"
 	"log/slog"
 	"net"
@@ -49,7 +50,7 @@ func TestAuthStream_AcceptsOnlyPeersWithTheSecret(t *testing.T) {
 	if _, err := stranger.Dial(raft.ServerAddress(a.Addr().String()), time.Second); !errors.Is(err, ErrHandshake) {
 		t.Fatalf("stranger dial = %v, want ErrHandshake", err)
 	}
-	waitFor(t, 5*time.Second, "the refusal to be logged", func() bool { return logs.Lines("refused raft connection") == 1 })
+	testwait.For(t, 5*time.Second, "the refusal to be logged", func() bool { return logs.Lines("refused raft connection") == 1 })
 	line := logs.String()
 	if !strings.Contains(line, "remote_addr=127.0.0.1:") || !strings.Contains(line, "claimed_id=x") {
 		t.Errorf("refusal line lacks the remote address or claimed id: %s", line)
@@ -127,7 +128,7 @@ func TestAuthStream_SlowAndGarbagePeersAreRefusedAndLogged(t *testing.T) {
 	if _, err := garbage.Write([]byte("GET / HTTP/1.1\r\n\r\n" + strings.Repeat("A", 40))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "both refusals logged", func() bool { return logs.Lines("refused raft connection") == 2 })
+	testwait.For(t, 5*time.Second, "both refusals logged", func() bool { return logs.Lines("refused raft connection") == 2 })
 	if !strings.Contains(logs.String(), "timeout") || !strings.Contains(logs.String(), "unsupported handshake version") {
 		t.Errorf("refusals do not say why:\n%s", logs)
 	}

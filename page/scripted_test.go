@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // marker is the header by which the gateway says it answered in place of the app.
@@ -133,12 +135,8 @@ func (s *scriptedServer) count(method string) int {
 // waitCount waits until the server has seen at least n requests of method for the page's URL.
 func (s *scriptedServer) waitCount(t *testing.T, method string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for s.count(method) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("server saw %d %s requests within %v, want %d", s.count(method), method, waitLong, n)
-		}
-		time.Sleep(10 * time.Millisecond) // the pause of a deadline-bounded poll
+	if !testwait.Until(waitLong, func() bool { return s.count(method) >= n }) {
+		t.Fatalf("server saw %d %s requests within %v, want %d", s.count(method), method, waitLong, n)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // Test plugins, registered once for every test of the package.
@@ -249,18 +250,6 @@ func (s *logSink) find(msg string) []map[string]any {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // testGateway is a gateway on a real listener with a log sink.
 type testGateway struct {
 	*Gateway
@@ -313,7 +302,7 @@ func (tg *testGateway) do(t testing.TB, method, host, path string, header http.H
 func (tg *testGateway) accessLine(t testing.TB, id string) map[string]any {
 	t.Helper()
 	var line map[string]any
-	waitFor(t, "access line of "+id, func() bool {
+	testwait.For(t, 5*time.Second, "access line of "+id, func() bool {
 		for _, r := range tg.logs.find("access") {
 			if r["request_id"] == id {
 				line = r

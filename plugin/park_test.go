@@ -20,6 +20,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/reapergw/reaper/internal/freeport"
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 func init() {
@@ -203,7 +204,7 @@ func TestPark_ResumedRequestIsServedAndItsConnectionKeptAlive(t *testing.T) {
 
 	ch := send(client, newReq(t, "POST", pg.url+"/first?q=1", strings.NewReader("a small body"), "park-1"))
 	pk := pg.next(t)
-	waitFor(t, "the request counted as parked", func() bool { return pg.Parked() == 1 })
+	testwait.For(t, 5*time.Second, "the request counted as parked", func() bool { return pg.Parked() == 1 })
 	if !pk.Resume() {
 		t.Fatal("Resume reported the client gone")
 	}
@@ -276,7 +277,7 @@ func TestPark_ClientThatHangsUpIsNoticedAndNeverReachesTheBackend(t *testing.T) 
 			}
 			fmt.Fprint(c, "POST /order HTTP/1.1\r\nHost: park.test\r\nX-Request-Id: leaver\r\nContent-Length: 3\r\n\r\nabc")
 			pk := pg.next(t)
-			waitFor(t, "the request counted as parked", func() bool { return pg.Parked() == 1 })
+			testwait.For(t, 5*time.Second, "the request counted as parked", func() bool { return pg.Parked() == 1 })
 			c.Close()
 			select {
 			case id := <-pg.lot.gone:
@@ -314,7 +315,7 @@ func TestPark_PipelinedRequestsAreAnsweredInOrder(t *testing.T) {
 			if hide {
 				// The reading goroutine takes the pipelined bytes: they must reach
 				// the server all the same.
-				waitFor(t, "the request counted as parked", func() bool { return pg.Parked() == 1 })
+				testwait.For(t, 5*time.Second, "the request counted as parked", func() bool { return pg.Parked() == 1 })
 			}
 			pk.Resume()
 			br := bufio.NewReader(c)
@@ -458,7 +459,7 @@ func TestPark_DrainWaitsForParkedRequests(t *testing.T) {
 	}
 	ch := send(http.DefaultClient, newReq(t, "GET", pg.url+"/drained", nil, "drain-1"))
 	pk := pg.next(t)
-	waitFor(t, "the request counted as parked", func() bool { return pg.Parked() == 1 })
+	testwait.For(t, 5*time.Second, "the request counted as parked", func() bool { return pg.Parked() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := pg.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -491,7 +492,7 @@ func TestPark_RequestResumedAfterTheServerStoppedIsAbandoned(t *testing.T) {
 	pg := newParkGateway(t, b.URL, "{}", nil, nil)
 	ch := send(http.DefaultClient, newReq(t, "GET", pg.url+"/late", nil, "late-1"))
 	pk := pg.next(t)
-	waitFor(t, "the request counted as parked", func() bool { return pg.Parked() == 1 })
+	testwait.For(t, 5*time.Second, "the request counted as parked", func() bool { return pg.Parked() == 1 })
 	pg.srv.Close()
 	pk.Resume()
 	select {
@@ -549,7 +550,7 @@ func TestPark_ClientThatFloodsWhileParkedIsDropped(t *testing.T) {
 	defer c.Close()
 	fmt.Fprint(c, "GET /flood HTTP/1.1\r\nHost: park.test\r\nX-Request-Id: flood\r\n\r\n")
 	pg.next(t)
-	waitFor(t, "the request counted as parked", func() bool { return pg.Parked() == 1 })
+	testwait.For(t, 5*time.Second, "the request counted as parked", func() bool { return pg.Parked() == 1 })
 	go c.Write(make([]byte, maxPending+2)) //nolint:errcheck // fails once the gateway closes
 	select {
 	case id := <-pg.lot.gone:
@@ -607,7 +608,7 @@ func TestPark_ResumesAndHangUpsRacingEndEachRequestOnce(t *testing.T) {
 			// Every request ends with one access line: 200 for those whose client
 			// stayed, 200 or 499 for the others (whichever came first); each was
 			// either resumed or seen gone, never both.
-			waitFor(t, "every access line", func() bool { return len(pg.logs.find("access")) == n })
+			testwait.For(t, 5*time.Second, "every access line", func() bool { return len(pg.logs.find("access")) == n })
 			gone := len(pg.lot.gone)
 			statuses := map[int64]int{}
 			for _, l := range pg.logs.find("access") {
@@ -622,7 +623,7 @@ func TestPark_ResumesAndHangUpsRacingEndEachRequestOnce(t *testing.T) {
 			if statuses[499] < gone || statuses[200]+statuses[499] != n || resumed+gone != n {
 				t.Errorf("statuses %v, %d gone, %d resumed, of %d", statuses, gone, resumed, n)
 			}
-			waitFor(t, "nothing parked", func() bool { return pg.Parked() == 0 })
+			testwait.For(t, 5*time.Second, "nothing parked", func() bool { return pg.Parked() == 0 })
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/reapergw/reaper/internal/logtest"
+	"github.com/reapergw/reaper/internal/testwait"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -121,18 +122,6 @@ func access(ctx context.Context, p *reaper.Plugin) (*plugin.Answer, error) {
 	return a, err
 }
 
-// pollUntil calls f until it returns true, failing after limit.
-func pollUntil(t *testing.T, limit time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // slowPlatform is the recording fake with observations and starts that take a
 // moment.
 type slowPlatform struct {
@@ -214,7 +203,7 @@ func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 	old.run(t, 5, startOld)
 	cur.run(t, 6, startNew)
 	close(startOld)
-	pollUntil(t, 10*time.Second, "every app Down, term 5, on both nodes", func() bool {
+	testwait.For(t, 10*time.Second, "every app Down, term 5, on both nodes", func() bool {
 		for _, app := range apps {
 			rec, ok := cur.engine.Record(app)
 			if !ok || rec.Status != reaper.StatusDown || rec.Term != 5 || recordStatus(old, app) != reaper.StatusDown {
@@ -248,7 +237,7 @@ func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	pollUntil(t, 10*time.Second, "a start for every app", func() bool {
+	testwait.For(t, 10*time.Second, "a start for every app", func() bool {
 		for _, app := range apps {
 			if fake.Count("start", app) == 0 {
 				return false
@@ -259,7 +248,7 @@ func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 	// Let both jobs look at the booting apps many more times, with the asks
 	// repeated, before the platform finishes the starts.
 	observed := len(fake.Calls("observe"))
-	pollUntil(t, 10*time.Second, "more passes over the booting apps", func() bool {
+	testwait.For(t, 10*time.Second, "more passes over the booting apps", func() bool {
 		for _, n := range []*clusterNode{old, cur} {
 			for _, app := range apps {
 				_ = n.job.Ask(ctx, app)
@@ -270,7 +259,7 @@ func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 	for _, app := range apps {
 		fake.FinishStart(app)
 	}
-	pollUntil(t, 10*time.Second, "every app Up on both nodes", func() bool {
+	testwait.For(t, 10*time.Second, "every app Up on both nodes", func() bool {
 		for _, app := range apps {
 			if recordStatus(old, app) != reaper.StatusUp || recordStatus(cur, app) != reaper.StatusUp {
 				return false
@@ -320,7 +309,7 @@ func TestCluster_StoreDownAwakeAppsServedSleepingHoldsBounded(t *testing.T) {
 	go_ := make(chan struct{})
 	close(go_)
 	n.run(t, 1, go_)
-	pollUntil(t, 10*time.Second, "awake Up, asleep Down", func() bool {
+	testwait.For(t, 10*time.Second, "awake Up, asleep Down", func() bool {
 		return recordStatus(n, "awake") == reaper.StatusUp && recordStatus(n, "asleep") == reaper.StatusDown
 	})
 
@@ -411,7 +400,7 @@ func TestCluster_AskFailedInStoreOutageDoesNotDelayTheNextWake(t *testing.T) {
 	go_ := make(chan struct{})
 	close(go_)
 	n.run(t, 1, go_)
-	pollUntil(t, 10*time.Second, "app Down", func() bool { return recordStatus(n, "app") == reaper.StatusDown })
+	testwait.For(t, 10*time.Second, "app Down", func() bool { return recordStatus(n, "app") == reaper.StatusDown })
 
 	srv.Stop()
 	if a, err := access(t.Context(), short); err != nil || a == nil || a.Status != http.StatusGatewayTimeout {
@@ -480,7 +469,7 @@ func TestCluster_LockReleaseFailedInStoreBlipDoesNotStallTheApp(t *testing.T) {
 	go_ := make(chan struct{})
 	close(go_)
 	n.run(t, 1, go_)
-	pollUntil(t, 10*time.Second, "app Down", func() bool { return recordStatus(n, "app") == reaper.StatusDown })
+	testwait.For(t, 10*time.Second, "app Down", func() bool { return recordStatus(n, "app") == reaper.StatusDown })
 
 	// The next release fails; the wake asked now must still be handled promptly.
 	store.failReleases.Store(1)
@@ -489,7 +478,7 @@ func TestCluster_LockReleaseFailedInStoreBlipDoesNotStallTheApp(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = job.Ask(t.Context(), "app")
-	pollUntil(t, 30*time.Second, "app Up", func() bool { return recordStatus(n, "app") == reaper.StatusUp })
+	testwait.For(t, 30*time.Second, "app Up", func() bool { return recordStatus(n, "app") == reaper.StatusUp })
 	if d := time.Since(begin); d > 3*time.Second {
 		t.Errorf("the app was woken %v after the ask: the lock left by the failed release kept the job away for its TTL", d.Round(time.Millisecond))
 	}

@@ -11,20 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas/paastest"
 	"github.com/reapergw/reaper/plugin"
 )
 
-// pollUntil polls cond every few milliseconds until it holds, failing after limit.
+// pollUntil is testwait.For under its former name, for the tests of this package
+// that still call it (park_test.go).
 func pollUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, limit)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, limit, what, cond)
 }
 
 // A client POSTs to a sleeping app in hold mode, then gives up before the app is
@@ -41,15 +37,15 @@ func TestHold_APostWhoseClientLeftNeverReachesTheApp(t *testing.T) {
 			}
 			c.Write([]byte("POST /pay HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nContent-Length: 12\r\n\r\namount=100EU"))
 			want := map[bool]int{false: 0, true: 1}[parking]
-			pollUntil(t, 5*time.Second, "the request is held", func() bool {
+			testwait.For(t, 5*time.Second, "the request is held", func() bool {
 				return a.held.Load() == 1 && rig.gw.Parked() == want // held counts before the request parks
 			})
 			c.Close() // the client gives up
-			pollUntil(t, 5*time.Second, "the hold ends with its client", func() bool {
+			testwait.For(t, 5*time.Second, "the hold ends with its client", func() bool {
 				return a.held.Load() == 0 && a.inFlight.Load() == 0 && rig.gw.Parked() == 0
 			})
 			rig.fake.FinishStart("app") // the app comes up
-			pollUntil(t, 5*time.Second, "the app is Up", func() bool { return a.status() == StatusUp })
+			testwait.For(t, 5*time.Second, "the app is Up", func() bool { return a.status() == StatusUp })
 			if got := rig.received(); len(got) != 0 {
 				t.Errorf("the app received %q from a client that had gone before it woke", got)
 			}
@@ -129,7 +125,7 @@ func (rig *holdRig) start(t *testing.T, parking bool, cfg, target string) {
 	go func() { defer wg.Done(); job.Run(ctx, 0) }()
 	t.Cleanup(func() { rig.engine.Shutdown(); cancel(); wg.Wait() })
 	rig.app = rig.engine.app("app")
-	pollUntil(t, 5*time.Second, "the app is seen Down", func() bool { return rig.app.status() == StatusDown })
+	testwait.For(t, 5*time.Second, "the app is seen Down", func() bool { return rig.app.status() == StatusDown })
 }
 
 func (rig *holdRig) received() []string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"github.com/reapergw/reaper/internal/logtest"
+	"github.com/reapergw/reaper/internal/testwait"
 	"io"
 	"net"
 	"net/http"
@@ -40,14 +41,13 @@ func TestRun_ProxiesAndReusesUpstreamConnections(t *testing.T) {
 
 	re := regexp.MustCompile(`bareproxy listening on (\S+)\n`)
 	var addr string
-	for deadline := time.Now().Add(5 * time.Second); addr == ""; {
+	if !testwait.Until(5*time.Second, func() bool {
 		if m := re.FindStringSubmatch(log.String()); m != nil {
 			addr = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no listening line: %q", log.String())
-		} else {
-			time.Sleep(5 * time.Millisecond) // poll the log
 		}
+		return addr != ""
+	}) {
+		t.Fatalf("no listening line: %q", log.String())
 	}
 
 	client := &http.Client{}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // countingServer serves h on loopback and counts the connections it accepted and
@@ -169,10 +171,7 @@ func TestRun_CancelUnblocksHungRequests(t *testing.T) {
 		_, err := Run(ctx, Options{Addr: s.addr(), Conns: 3, Duration: time.Hour, Timeout: time.Hour})
 		done <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.requests.Load() < 3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // poll until every worker has a request in flight
-	}
+	testwait.Until(5*time.Second, func() bool { return s.requests.Load() >= 3 }) // every worker has a request in flight
 	cancel()
 	select {
 	case err := <-done:

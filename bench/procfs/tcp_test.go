@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 func TestProcAddr(t *testing.T) {
@@ -99,20 +101,18 @@ func TestReadServerSockets_SeesQueuedAndUnreadConnections(t *testing.T) {
 	}
 }
 
+// waitFor reads the sockets of addr until ok holds, and fails the test with the
+// last read after 5 s.
 func waitFor(t *testing.T, addr netip.AddrPort, ok func(ServerSockets) bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s, err := ReadServerSockets(addr)
-		if err != nil {
+	var s ServerSockets
+	if !testwait.Until(5*time.Second, func() bool {
+		var err error
+		if s, err = ReadServerSockets(addr); err != nil {
 			t.Fatal(err)
 		}
-		if ok(s) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sockets still %+v after 5s", s)
-		}
-		time.Sleep(5 * time.Millisecond) // poll /proc
+		return ok(s)
+	}) {
+		t.Fatalf("sockets still %+v after 5s", s)
 	}
 }

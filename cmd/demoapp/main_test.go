@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/reapergw/reaper/internal/freeport"
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // waitTimeout bounds every wait of these tests; nothing should take near as long.
@@ -173,21 +174,21 @@ func TestRun_BootDelayThenListens(t *testing.T) {
 	addr := freeport.Addr(t)
 	start := time.Now()
 	r := startRun(t, "--listen", addr, "--boot-delay", "0.05") // bare seconds
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
+	var err error
+	if !testwait.Until(waitTimeout, func() bool {
+		var c net.Conn
+		if c, err = net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not listening after %s: %v; log:\n%s", waitTimeout, err, r.log.String())
+			return true
 		}
 		select {
 		case <-r.done:
 			t.Fatalf("run returned %v; log:\n%s", r.err, r.log.String())
-		case <-time.After(5 * time.Millisecond): // poll interval
+		default:
 		}
+		return false
+	}) {
+		t.Fatalf("not listening after %s: %v; log:\n%s", waitTimeout, err, r.log.String())
 	}
 	accepted := time.Now()
 	if elapsed := accepted.Sub(start); elapsed < delay {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"github.com/reapergw/reaper/internal/logtest"
+	"github.com/reapergw/reaper/internal/testwait"
 	"io"
 	"net/http"
 	"regexp"
@@ -25,12 +26,8 @@ func TestRun_ServesAndPrintsHowToUseIt(t *testing.T) {
 			"--admin", "127.0.0.1:0", "--apps", "2", "--app", "app_named:shop:should_be_down", "--token", "tk",
 			"--boot-time", "1", "--app-edge-base", "0"}, &out, &errOut)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "control:") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no usage printed; stderr: %s", errOut.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testwait.Until(10*time.Second, func() bool { return strings.Contains(out.String(), "control:") }) {
+		t.Fatalf("no usage printed; stderr: %s", errOut.String())
 	}
 	text := out.String()
 	bridge := regexp.MustCompile(`export CLEVER_CLOUD_API_URL=(\S+)`).FindStringSubmatch(text)

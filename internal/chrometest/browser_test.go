@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // fatalRecorder records Fatalf and Skipf and ends the goroutine like the testing package does.
@@ -73,19 +75,15 @@ func TestStart_CleanupStopsEveryProcess(t *testing.T) {
 	}
 	// Killed processes may linger as zombies until init reaps them: only live ones count.
 	pgid := b.cmd.Process.Pid
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		live, err := liveInGroup(pgid)
-		if err != nil {
+	var live []int
+	if !testwait.Until(5*time.Second, func() bool {
+		var err error
+		if live, err = liveInGroup(pgid); err != nil {
 			t.Skipf("cannot list processes: %v", err)
 		}
-		if len(live) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes of the browser's group still alive after cleanup: %v", live)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(live) == 0
+	}) {
+		t.Fatalf("processes of the browser's group still alive after cleanup: %v", live)
 	}
 	if err := b.Call("Browser.getVersion", nil, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Call after cleanup = %v, want ErrClosed", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
 )
@@ -113,10 +114,7 @@ func TestErrors_Classes(t *testing.T) {
 			}
 			tc.check(t, err)
 			// The abandoned slow calls are recorded once the fake notices.
-			deadline := time.Now().Add(5 * time.Second)
-			for len(e.f.Calls()) < tc.calls && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			testwait.Until(5*time.Second, func() bool { return len(e.f.Calls()) >= tc.calls })
 			if got := len(e.f.Calls()); got != tc.calls {
 				t.Errorf("%d calls at the fake, want %d: %+v", got, tc.calls, e.f.Calls())
 			}

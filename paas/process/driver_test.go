@@ -16,6 +16,7 @@ import (
 
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/freeport"
+	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas"
 )
 
@@ -43,14 +44,17 @@ func TestDriver_StartBecomesReadyAndIsPushed(t *testing.T) {
 	// The test watches the port on its own, to know when it opened.
 	opened := make(chan time.Time, 1)
 	go func() {
-		deadline := time.Now().Add(waitLong)
-		for time.Now().Before(deadline) {
-			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-				opened <- time.Now()
-				_ = c.Close()
-				return
+		var at time.Time
+		if testwait.Until(waitLong, func() bool {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return false
 			}
-			time.Sleep(time.Millisecond) // a poll with a deadline, for the measure only
+			at = time.Now()
+			_ = c.Close()
+			return true
+		}) {
+			opened <- at
 		}
 		close(opened)
 	}()
@@ -287,18 +291,14 @@ func TestDriver_WatchEndsWithItsContext(t *testing.T) {
 	})
 	cancel()
 	// context.AfterFunc runs the removal in its own goroutine: wait for it.
-	deadline := time.Now().Add(waitLong)
-	for {
+	var n int
+	if !testwait.Until(waitLong, func() bool {
 		d.mu.Lock()
-		n := len(d.watchers)
+		n = len(d.watchers)
 		d.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d watchers, want 1", n)
-		}
-		time.Sleep(time.Millisecond)
+		return n == 1
+	}) {
+		t.Fatalf("%d watchers, want 1", n)
 	}
 	start(t, d, "w")
 	r.untilState(t, "w", paas.StateShouldBeDown)

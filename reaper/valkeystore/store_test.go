@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/reapergw/reaper/internal/logtest"
+	"github.com/reapergw/reaper/internal/testwait"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -144,42 +145,29 @@ func TestPassword_NeverInErrorsOrLogs(t *testing.T) {
 	}
 }
 
-// waitFor polls cond every 10 ms for up to 10 s.
+// waitFor waits for cond up to 10 s, the bound of every wait on Valkey here.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%s: test ended", what)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	testwait.For(t, 10*time.Second, what, cond)
 }
 
 // waitWatched puts app's record on s until got reports app, since a watch takes a
 // moment to subscribe.
 func waitWatched(t *testing.T, s *Store, got <-chan string, app string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; ; i++ {
+	i := 0
+	waitFor(t, "a notification of "+app, func() bool {
 		if err := s.PutRecord(t.Context(), reaper.Record{AppID: app, Status: reaper.StatusUp, Cause: fmt.Sprint(i)}); err != nil {
 			t.Logf("PutRecord(%s): %v", app, err)
 		}
+		i++
 		select {
 		case a := <-got:
-			if a == app {
-				return
-			}
+			return a == app
 		case <-time.After(100 * time.Millisecond):
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no notification of %s within 10s", app)
-		}
-	}
+	})
 }
 
 // The server is stopped mid-run: every call fails fast and says so; once the

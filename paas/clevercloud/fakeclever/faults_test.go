@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 func TestFaults_AnswersAndCounts(t *testing.T) {
@@ -121,7 +123,7 @@ func TestFaults_SlowAnswersLateOrNotAtAll(t *testing.T) {
 	if _, err := http.DefaultClient.Do(req); err == nil {
 		t.Fatal("the slow call answered")
 	}
-	waitFor(t, "the abandoned call to be recorded", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "the abandoned call to be recorded", func() bool {
 		calls := f.Calls()
 		return calls[len(calls)-1].Status == 499
 	})

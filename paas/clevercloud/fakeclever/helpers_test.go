@@ -91,15 +91,3 @@ func oauthHeader(c OAuthCreds) string {
 	return `OAuth oauth_consumer_key="` + percentEncode(c.ConsumerKey) + `", oauth_token="` + percentEncode(c.Token) +
 		`", oauth_signature_method="PLAINTEXT", oauth_signature="` + sig + `", oauth_timestamp="1", oauth_nonce="n", oauth_version="1.0"`
 }
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

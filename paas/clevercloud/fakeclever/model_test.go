@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 const (
@@ -197,15 +199,15 @@ func TestTransitions_RealTime(t *testing.T) {
 	if a := post(t, f, "POST", testApp); a.status != http.StatusOK {
 		t.Fatalf("start: %d %s", a.status, a.body)
 	}
-	waitFor(t, "WANTS_TO_BE_UP", 5*time.Second, func() bool { return observe(t, f, testApp).state == StateWantsToBeUp })
-	waitFor(t, "SHOULD_BE_UP and served", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "WANTS_TO_BE_UP", func() bool { return observe(t, f, testApp).state == StateWantsToBeUp })
+	testwait.For(t, 5*time.Second, "SHOULD_BE_UP and served", func() bool {
 		s := observe(t, f, testApp)
 		return s.state == StateShouldBeUp && s.edge == 200
 	})
 	if a := post(t, f, "DELETE", testApp); a.status != http.StatusOK {
 		t.Fatalf("stop: %d %s", a.status, a.body)
 	}
-	waitFor(t, "SHOULD_BE_DOWN", 5*time.Second, func() bool { return observe(t, f, testApp).state == StateShouldBeDown })
+	testwait.For(t, 5*time.Second, "SHOULD_BE_DOWN", func() bool { return observe(t, f, testApp).state == StateShouldBeDown })
 }
 
 func TestTransitions_EdgeRoutesAMomentAfterTheStateSaysUp(t *testing.T) {
