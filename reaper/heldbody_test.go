@@ -16,13 +16,6 @@ import (
 	"github.com/reapergw/reaper/plugin"
 )
 
-// pollUntil is testwait.For under its former name, for the tests of this package
-// that still call it (park_test.go).
-func pollUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.For(t, limit, what, cond)
-}
-
 // A client POSTs to a sleeping app in hold mode, then gives up before the app is
 // up. Its request must not reach the app when it wakes: the client is gone, and may
 // well have sent it again. Parked or waiting on its goroutine, the same.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/freeport"
+	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/paastest"
 )
@@ -95,7 +96,7 @@ func TestHold_ParkedRequestsAreReleasedWhenTheAppIsUp(t *testing.T) {
 		reqs = append(reqs, get(fmt.Sprintf("%s/get/%d", url, i)), post(fmt.Sprintf("%s/post/%d", url, i), fmt.Sprintf("body %d", i)))
 	}
 	ch := sendAll(url, reqs...)
-	pollUntil(t, 5*time.Second, "20 requests parked", func() bool { return rig.gw.Parked() == 20 && rig.app.held.Load() == 20 })
+	testwait.For(t, 5*time.Second, "20 requests parked", func() bool { return rig.gw.Parked() == 20 && rig.app.held.Load() == 20 })
 	rig.fake.FinishStart("app")
 	got := answersIn(t, ch)
 	for i, a := range got {
@@ -113,7 +114,7 @@ func TestHold_ParkedRequestsAreReleasedWhenTheAppIsUp(t *testing.T) {
 	if n := rig.fake.Count("start", "app"); n != 1 {
 		t.Errorf("%d starts, want 1", n)
 	}
-	pollUntil(t, 5*time.Second, "nothing held or parked", func() bool {
+	testwait.For(t, 5*time.Second, "nothing held or parked", func() bool {
 		return rig.gw.Parked() == 0 && rig.app.held.Load() == 0 && rig.app.inFlight.Load() == 0
 	})
 }
@@ -136,7 +137,7 @@ func TestHold_ParkedRequestPastFailTimeoutGets504(t *testing.T) {
 func TestHold_ParkedRequestsAreAnsweredWhenTheNodeShutsDown(t *testing.T) {
 	rig := newHoldRig(t, true, "{app_id: app, ready_delay: 0}")
 	ch := sendAll(rig.front.URL, get(rig.front.URL+"/a"), get(rig.front.URL+"/b"), post(rig.front.URL+"/c", "x"))
-	pollUntil(t, 5*time.Second, "3 requests parked", func() bool { return rig.gw.Parked() == 3 })
+	testwait.For(t, 5*time.Second, "3 requests parked", func() bool { return rig.gw.Parked() == 3 })
 	rig.engine.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -162,7 +163,7 @@ func TestHold_ParkedRequestsAreAnsweredWhenTheNodeShutsDown(t *testing.T) {
 func TestHold_MaxHeldCountsParkedRequests(t *testing.T) {
 	rig := newHoldRig(t, true, "{app_id: app, ready_delay: 0, max_held: 2}")
 	first := sendAll(rig.front.URL, get(rig.front.URL+"/1"), get(rig.front.URL+"/2"))
-	pollUntil(t, 5*time.Second, "2 requests parked", func() bool { return rig.gw.Parked() == 2 })
+	testwait.For(t, 5*time.Second, "2 requests parked", func() bool { return rig.gw.Parked() == 2 })
 	third := answersIn(t, sendAll(rig.front.URL, get(rig.front.URL+"/3")))
 	if third[0].code != http.StatusServiceUnavailable || !strings.Contains(third[0].body, "too many requests are waiting") {
 		t.Errorf("third request: %d %q", third[0].code, third[0].body)
@@ -184,13 +185,13 @@ func TestAdminAPI_ShowsTheRequestsHeldOnThisNode(t *testing.T) {
 	rig := newHoldRig(t, true, "{app_id: app, ready_delay: 0}")
 	h := (&AdminAPI{Engine: rig.engine, Store: rig.engine.store}).Handler()
 	ch := sendAll(rig.front.URL, get(rig.front.URL+"/1"), get(rig.front.URL+"/2"))
-	pollUntil(t, 5*time.Second, "2 requests parked", func() bool { return rig.gw.Parked() == 2 })
+	testwait.For(t, 5*time.Second, "2 requests parked", func() bool { return rig.gw.Parked() == 2 })
 	if code, app, _ := call(t, h, "GET", "/api/apps/app", ""); code != 200 || app["held"] != float64(2) || app["in_flight"] != float64(2) {
 		t.Errorf("while 2 wait: %d held %v in_flight %v", code, app["held"], app["in_flight"])
 	}
 	rig.fake.FinishStart("app")
 	answersIn(t, ch)
-	pollUntil(t, 5*time.Second, "nothing held", func() bool { return rig.app.held.Load() == 0 })
+	testwait.For(t, 5*time.Second, "nothing held", func() bool { return rig.app.held.Load() == 0 })
 	if _, app, _ := call(t, h, "GET", "/api/apps/app", ""); app["held"] != float64(0) {
 		t.Errorf("after the release: held %v", app["held"])
 	}
@@ -228,12 +229,12 @@ func TestHold_ARequestRefusedByACrashedAppIsParkedThenSentAgain(t *testing.T) {
 	// The app comes up; then it crashes, which the platform does not announce:
 	// the node still believes it up when the next request finds its port closed.
 	rig.fake.FinishStart("app")
-	pollUntil(t, 5*time.Second, "the app is Up", func() bool { return rig.app.status() == StatusUp })
+	testwait.For(t, 5*time.Second, "the app is Up", func() bool { return rig.app.status() == StatusUp })
 	rig.fake.SetQuietly("app", paastest.App{State: paas.StateShouldBeDown})
 
 	ch := sendAll(rig.front.URL, post(rig.front.URL+"/order", "two coffees"))
-	pollUntil(t, 10*time.Second, "the refused request parked", func() bool { return rig.gw.Parked() == 1 })
-	pollUntil(t, 5*time.Second, "a start asked", func() bool { return rig.fake.Count("start", "app") == 1 })
+	testwait.For(t, 10*time.Second, "the refused request parked", func() bool { return rig.gw.Parked() == 1 })
+	testwait.For(t, 5*time.Second, "a start asked", func() bool { return rig.fake.Count("start", "app") == 1 })
 	app := &http.Server{Handler: rig}
 	bl, err := net.Listen("tcp", addr)
 	if err != nil {
