@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/reapergw/reaper/internal/httpjson"
 )
 
 // API serves the cluster's HTTP calls on a node's admin listener: the internal
@@ -41,7 +43,7 @@ func (a *API) Internal() http.Handler {
 	secret := a.Node.cfg.Secret
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !Verify(r, secret, time.Now()) {
-			writeJSONError(w, http.StatusUnauthorized, "internal calls must be signed with the cluster secret")
+			httpjson.Error(w, http.StatusUnauthorized, "internal calls must be signed with the cluster secret")
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -57,7 +59,7 @@ func (a *API) Internal() http.Handler {
 func (a *API) Admin() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/cluster", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, a.Node.Status())
+		httpjson.Write(w, http.StatusOK, a.Node.Status())
 	})
 	mux.HandleFunc("POST /api/cluster/members", func(w http.ResponseWriter, r *http.Request) {
 		a.addMember(w, r, true)
@@ -72,7 +74,7 @@ func (a *API) Admin() http.Handler {
 // job never refuses one: the caller only needs to know it arrived.
 func (a *API) ask(w http.ResponseWriter, r *http.Request) {
 	if !a.Node.IsLeader() {
-		writeJSONError(w, http.StatusMisdirectedRequest, "this node is not the leader")
+		httpjson.Error(w, http.StatusMisdirectedRequest, "this node is not the leader")
 		return
 	}
 	_ = a.Asks.Ask(r.Context(), r.PathValue("app"))
@@ -92,14 +94,14 @@ type memberBody struct {
 func (a *API) addMember(w http.ResponseWriter, r *http.Request, forward bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4096))
 	if err != nil {
-		writeJSONError(w, http.StatusBadRequest, "the body is too large")
+		httpjson.Error(w, http.StatusBadRequest, "the body is too large")
 		return
 	}
 	var p memberBody
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil || p.ID == "" || p.RaftAddr == "" || p.APIAddr == "" {
-		writeJSONError(w, http.StatusBadRequest, `the body must be {"id": …, "raft_addr": "host:port", "api_addr": "host:port"}`)
+		httpjson.Error(w, http.StatusBadRequest, `the body must be {"id": …, "raft_addr": "host:port", "api_addr": "host:port"}`)
 		return
 	}
 	if !a.Node.IsLeader() {
@@ -107,11 +109,11 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request, forward bool) {
 		return
 	}
 	if err := a.Node.AddVoter(r.Context(), Peer(p)); err != nil {
-		writeJSONError(w, http.StatusConflict, "adding the member failed: "+err.Error())
+		httpjson.Error(w, http.StatusConflict, "adding the member failed: "+err.Error())
 		return
 	}
 	a.Logger.Info("cluster member added", "id", p.ID, "raft_addr", p.RaftAddr, "api_addr", p.APIAddr)
-	writeJSON(w, http.StatusOK, a.Node.Status())
+	httpjson.Write(w, http.StatusOK, a.Node.Status())
 }
 
 func (a *API) removeMember(w http.ResponseWriter, r *http.Request, forward bool) {
@@ -121,43 +123,30 @@ func (a *API) removeMember(w http.ResponseWriter, r *http.Request, forward bool)
 		return
 	}
 	if err := a.Node.RemoveServer(r.Context(), id); err != nil {
-		writeJSONError(w, http.StatusConflict, "removing the member failed: "+err.Error())
+		httpjson.Error(w, http.StatusConflict, "removing the member failed: "+err.Error())
 		return
 	}
 	a.Logger.Info("cluster member removed", "id", id)
-	writeJSON(w, http.StatusOK, a.Node.Status())
+	httpjson.Write(w, http.StatusOK, a.Node.Status())
 }
 
 // forwardOrRefuse passes a membership call that reached a node other than the
 // leader on to the leader, or refuses it with 421 when forward is not set.
 func (a *API) forwardOrRefuse(w http.ResponseWriter, r *http.Request, forward bool, method, path string, body []byte) {
 	if !forward {
-		writeJSONError(w, http.StatusMisdirectedRequest, "this node is not the leader")
+		httpjson.Error(w, http.StatusMisdirectedRequest, "this node is not the leader")
 		return
 	}
 	code, out, err := a.Node.Forward(r.Context(), method, path, body)
 	if errors.Is(err, ErrNoLeader) {
-		writeJSONError(w, http.StatusServiceUnavailable, "no leader is known right now (an election may be under way); try again")
+		httpjson.Error(w, http.StatusServiceUnavailable, "no leader is known right now (an election may be under way); try again")
 		return
 	}
 	if err != nil {
-		writeJSONError(w, http.StatusBadGateway, "the leader could not be reached: "+err.Error())
+		httpjson.Error(w, http.StatusBadGateway, "the leader could not be reached: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	w.Write(out)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-func writeJSONError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
 }

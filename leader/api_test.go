@@ -90,7 +90,7 @@ func call(h http.Handler, method, path, body string, secret []byte, at time.Time
 	return rec
 }
 
-// jsonError is the body of every error the API answers: writeJSONError's, indented.
+// jsonError is the body of every error the API answers: httpjson.Error's, indented.
 func jsonError(msg string) string {
 	b, _ := json.MarshalIndent(map[string]string{"error": msg}, "", "  ")
 	return string(b) + "\n"

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/reapergw/reaper/internal/httpjson"
 )
 
 // AdminAPI serves the reaper part of the admin API (behind the admin token, which
@@ -142,24 +144,24 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 func (a *AdminAPI) list(w http.ResponseWriter, r *http.Request) {
 	vs, err := a.views(r.Context(), "")
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 		return
 	}
 	if vs == nil {
 		vs = []AppView{}
 	}
-	writeJSON(w, http.StatusOK, vs)
+	httpjson.Write(w, http.StatusOK, vs)
 }
 
 func (a *AdminAPI) get(w http.ResponseWriter, r *http.Request) {
 	vs, err := a.views(r.Context(), r.PathValue("id"))
 	switch {
 	case err != nil:
-		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 	case len(vs) == 0:
-		writeErr(w, http.StatusNotFound, "no app "+strconv.Quote(r.PathValue("id")))
+		httpjson.Error(w, http.StatusNotFound, "no app "+strconv.Quote(r.PathValue("id")))
 	default:
-		writeJSON(w, http.StatusOK, vs[0])
+		httpjson.Write(w, http.StatusOK, vs[0])
 	}
 }
 
@@ -168,7 +170,7 @@ func (a *AdminAPI) history(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("page"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			writeErr(w, http.StatusBadRequest, "page must be a whole number from 1")
+			httpjson.Error(w, http.StatusBadRequest, "page must be a whole number from 1")
 			return
 		}
 		page = n
@@ -176,20 +178,20 @@ func (a *AdminAPI) history(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("page_size"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > HistoryCap {
-			writeErr(w, http.StatusBadRequest, "page_size must be a whole number from 1 to "+strconv.Itoa(HistoryCap))
+			httpjson.Error(w, http.StatusBadRequest, "page_size must be a whole number from 1 to "+strconv.Itoa(HistoryCap))
 			return
 		}
 		size = n
 	}
 	items, total, err := a.Store.History(r.Context(), r.PathValue("id"), (page-1)*size, size)
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 		return
 	}
 	if items == nil {
 		items = []Transition{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items, "total": total, "page": page, "page_size": size})
+	httpjson.Write(w, http.StatusOK, map[string]any{"items": items, "total": total, "page": page, "page_size": size})
 }
 
 func (a *AdminAPI) known(id string) bool {
@@ -204,12 +206,12 @@ func (a *AdminAPI) known(id string) bool {
 func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !a.known(id) {
-		writeErr(w, http.StatusNotFound, "no route manages an app "+strconv.Quote(id))
+		httpjson.Error(w, http.StatusNotFound, "no route manages an app "+strconv.Quote(id))
 		return
 	}
 	app := a.Engine.app(id)
 	a.Engine.asks.askNow(app, time.Now())
-	writeJSON(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true})
+	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true})
 }
 
 // reset puts the app back in WaitingForInit under its lock, keeping the record's
@@ -219,11 +221,11 @@ func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	lock, err := a.Store.Lock(ctx, id, 10*time.Second)
 	if errors.Is(err, ErrLocked) {
-		writeErr(w, http.StatusConflict, "the app is being decided on right now; try again")
+		httpjson.Error(w, http.StatusConflict, "the app is being decided on right now; try again")
 		return
 	}
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "the store cannot be used: "+err.Error())
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be used: "+err.Error())
 		return
 	}
 	locked := true
@@ -236,34 +238,34 @@ func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 	defer unlock()
 	rec, ok, err := a.Store.Record(ctx, id)
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 		return
 	}
 	if !ok {
-		writeErr(w, http.StatusNotFound, "no record for app "+strconv.Quote(id))
+		httpjson.Error(w, http.StatusNotFound, "no record for app "+strconv.Quote(id))
 		return
 	}
 	now := time.Now()
 	next := Reset(rec, now)
 	next.Revision = rec.Revision + 1
 	if err := a.Store.PutRecord(ctx, next); err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "the record cannot be written: "+err.Error())
+		httpjson.Error(w, http.StatusServiceUnavailable, "the record cannot be written: "+err.Error())
 		return
 	}
 	_ = a.Store.AppendHistory(ctx, Transition{AppID: id, From: rec.Status, To: next.Status, Cause: next.Cause, At: now})
 	a.Engine.Apply(next)
 	unlock() // before the ask: the job must find the lock free
 	a.Engine.asks.look(ctx, id)
-	writeJSON(w, http.StatusOK, map[string]any{"app_id": id, "status": next.Status})
+	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "status": next.Status})
 }
 
 func (a *AdminAPI) getSettings(w http.ResponseWriter, r *http.Request) {
 	s, err := a.Store.Settings(r.Context())
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, s)
+	httpjson.Write(w, http.StatusOK, s)
 }
 
 func (a *AdminAPI) putSettings(w http.ResponseWriter, r *http.Request) {
@@ -271,25 +273,12 @@ func (a *AdminAPI) putSettings(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		writeErr(w, http.StatusBadRequest, "the body must be {\"dry_run\": bool, \"kill_switch\": bool}: "+err.Error())
+		httpjson.Error(w, http.StatusBadRequest, "the body must be {\"dry_run\": bool, \"kill_switch\": bool}: "+err.Error())
 		return
 	}
 	if err := a.Store.PutSettings(r.Context(), s); err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "the settings cannot be written: "+err.Error())
+		httpjson.Error(w, http.StatusServiceUnavailable, "the settings cannot be written: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, s)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+	httpjson.Write(w, http.StatusOK, s)
 }

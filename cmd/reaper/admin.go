@@ -2,10 +2,10 @@ package main
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/reaper"
 )
@@ -35,31 +35,18 @@ func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handle
 	want := []byte("Bearer " + token.Reveal())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if !token.IsSet() {
-			writeJSONError(w, http.StatusNotFound, "the admin API is off: node.admin_token is not set")
+			httpjson.Error(w, http.StatusNotFound, "the admin API is off: node.admin_token is not set")
 			return
 		}
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="reaper"`)
-			writeJSONError(w, http.StatusUnauthorized, "a valid admin token is required (Authorization: Bearer <node.admin_token>)")
+			httpjson.Error(w, http.StatusUnauthorized, "a valid admin token is required (Authorization: Bearer <node.admin_token>)")
 			return
 		}
 		api.ServeHTTP(w, r)
 	})
 	return mux
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-func writeJSONError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
 }
 
 // adminAPI is the authenticated part of the admin listener.
@@ -75,7 +62,7 @@ func (n *node) adminAPI() http.Handler {
 		mux.Handle("/api/cluster/", cluster)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSONError(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)
+		httpjson.Error(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)
 	})
 	return mux
 }
