@@ -25,92 +25,155 @@ The commands talk to the admin listener of the node whose configuration FILE is
 to the leader.
 `
 
+// clusterCmd asks the node of a configuration for the cluster's status, or to
+// add or remove a member, and prints the status the node answers.
 func clusterCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		w := stderr
-		if len(args) > 0 {
-			w = stdout
-		}
-		fmt.Fprint(w, clusterUsage)
-		if len(args) == 0 {
-			return exitCode(2)
-		}
-		return nil
+		return clusterHelp(args, stdout, stderr)
 	}
 	sub := args[0]
+	f, err := parseClusterFlags(sub, args[1:], stdout, stderr)
+	if err != nil {
+		return err
+	}
+	admin, err := nodeAdmin(f.config, env, stderr)
+	if err != nil {
+		return err
+	}
+	req, err := clusterRequest(sub, f, stderr)
+	if err != nil {
+		return err
+	}
+	code, out, err := admin.call(ctx, req.method, req.path, req.body)
+	if err != nil {
+		fmt.Fprintf(stderr, "reaper cluster %s: the node at %s could not be reached: %v\n", sub, admin.base, err)
+		return exitCode(1)
+	}
+	return printClusterAnswer(sub, code, out, stdout, stderr)
+}
+
+// clusterHelp prints the usage: to stdout, for --help, and to stderr with status
+// 2 when no command is given.
+func clusterHelp(args []string, stdout, stderr io.Writer) error {
+	w := stderr
+	if len(args) > 0 {
+		w = stdout
+	}
+	fmt.Fprint(w, clusterUsage)
+	if len(args) == 0 {
+		return exitCode(2)
+	}
+	return nil
+}
+
+// clusterFlags are the options of the cluster commands; which ones a command
+// needs is checked by clusterRequest.
+type clusterFlags struct {
+	config, id, raftAddr, apiAddr string
+}
+
+// parseClusterFlags parses the options of `reaper cluster sub`; --config is
+// required by every command.
+func parseClusterFlags(sub string, args []string, stdout, stderr io.Writer) (clusterFlags, error) {
 	fs := newFlags("cluster "+sub, "cluster "+sub+" --config FILE [options]", stdout, stderr)
 	path := fs.String("config", "", "the configuration of the node to ask (required)")
 	id := fs.String("id", "", "join, remove: the member's node id")
 	raftAddr := fs.String("raft-addr", "", "join: the member's Raft address")
 	apiAddr := fs.String("api-addr", "", "join: the member's admin listener address")
-	if err := parseFlags(fs, args[1:], stdout); err != nil {
-		return err
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return clusterFlags{}, err
 	}
 	if *path == "" {
 		fmt.Fprintf(stderr, "reaper cluster %s: --config is required\n", sub)
-		return exitCode(2)
+		return clusterFlags{}, exitCode(2)
 	}
-	cfg, err := loadConfig(*path, env)
+	return clusterFlags{config: *path, id: *id, raftAddr: *raftAddr, apiAddr: *apiAddr}, nil
+}
+
+// nodeAdmin loads the node's configuration at path and returns a client of its
+// admin listener, which the commands need, with its token.
+func nodeAdmin(path string, env func(string) (string, bool), stderr io.Writer) (adminClient, error) {
+	cfg, err := loadConfig(path, env)
 	if err != nil {
-		printConfigErrors(stderr, *path, err)
-		return exitCode(1)
+		printConfigErrors(stderr, path, err)
+		return adminClient{}, exitCode(1)
 	}
 	if cfg.Node.AdminListen == "" || !cfg.Node.AdminToken.IsSet() {
 		fmt.Fprintln(stderr, "reaper cluster: the node needs node.admin_listen and node.admin_token for these commands")
-		return exitCode(1)
+		return adminClient{}, exitCode(1)
 	}
 	host, port, _ := net.SplitHostPort(cfg.Node.AdminListen)
+	// A node listening on every address is asked on loopback.
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	base := "http://" + net.JoinHostPort(host, port)
-	call := func(method, p string, body any) (int, []byte, error) {
-		var r io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			r = bytes.NewReader(b)
-		}
-		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, method, base+p, r)
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+cfg.Node.AdminToken.Reveal())
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode, out, err
-	}
+	return adminClient{base: "http://" + net.JoinHostPort(host, port), token: cfg.Node.AdminToken.Reveal()}, nil
+}
 
-	var code int
-	var out []byte
+// clusterReq is the admin API call that a cluster command makes.
+type clusterReq struct {
+	method, path string
+	body         any // sent as JSON when not nil
+}
+
+// clusterRequest checks that f has the options the command sub needs and returns
+// its call; an unknown command or a missing option is a usage error (status 2).
+func clusterRequest(sub string, f clusterFlags, stderr io.Writer) (clusterReq, error) {
 	switch sub {
 	case "status":
-		code, out, err = call(http.MethodGet, "/api/cluster", nil)
+		return clusterReq{method: http.MethodGet, path: "/api/cluster"}, nil
 	case "join":
-		if *id == "" || *raftAddr == "" || *apiAddr == "" {
+		if f.id == "" || f.raftAddr == "" || f.apiAddr == "" {
 			fmt.Fprintln(stderr, "reaper cluster join: --id, --raft-addr and --api-addr are required")
-			return exitCode(2)
+			return clusterReq{}, exitCode(2)
 		}
-		code, out, err = call(http.MethodPost, "/api/cluster/members", map[string]string{"id": *id, "raft_addr": *raftAddr, "api_addr": *apiAddr})
+		body := map[string]string{"id": f.id, "raft_addr": f.raftAddr, "api_addr": f.apiAddr}
+		return clusterReq{method: http.MethodPost, path: "/api/cluster/members", body: body}, nil
 	case "remove":
-		if *id == "" {
+		if f.id == "" {
 			fmt.Fprintln(stderr, "reaper cluster remove: --id is required")
-			return exitCode(2)
+			return clusterReq{}, exitCode(2)
 		}
-		code, out, err = call(http.MethodDelete, "/api/cluster/members/"+url.PathEscape(*id), nil)
+		return clusterReq{method: http.MethodDelete, path: "/api/cluster/members/" + url.PathEscape(f.id)}, nil
 	default:
 		fmt.Fprintf(stderr, "reaper cluster: unknown command %q\n\n%s", sub, clusterUsage)
-		return exitCode(2)
+		return clusterReq{}, exitCode(2)
 	}
+}
+
+// adminClient calls a node's admin API.
+type adminClient struct {
+	base  string // http://host:port
+	token string
+}
+
+// call sends the request, with body as JSON unless it is nil, and returns the
+// status and up to 1 MiB of the answer. It gives up after 15 s.
+func (a adminClient) call(ctx context.Context, method, p string, body any) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, a.base+p, r)
 	if err != nil {
-		fmt.Fprintf(stderr, "reaper cluster %s: the node at %s could not be reached: %v\n", sub, base, err)
-		return exitCode(1)
+		return 0, nil, err
 	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, out, err
+}
+
+// printClusterAnswer prints the cluster's status that the node answered to the
+// command sub; any other answer is an error (status 1).
+func printClusterAnswer(sub string, code int, out []byte, stdout, stderr io.Writer) error {
 	if code != http.StatusOK {
 		fmt.Fprintf(stderr, "reaper cluster %s: %d %s\n", sub, code, bytes.TrimSpace(out))
 		return exitCode(1)
