@@ -89,6 +89,8 @@ func newWithListener(cfg Config, ln net.Listener) (*Node, error) {
 	return start(c, ln)
 }
 
+// start builds the node on ln (see New): its stores, its transport, then Raft, and it bootstraps the
+// cluster if it is new. When a step fails, what the earlier steps opened is closed again, in reverse order.
 func start(c Config, ln net.Listener) (_ *Node, err error) {
 	var closers []func() error
 	defer func() {
@@ -104,42 +106,85 @@ func start(c Config, ln net.Listener) (_ *Node, err error) {
 	if len(c.Secret) < shortSecretLen {
 		log.Warn("leader: cluster secret is short; use at least 16 random bytes", "min_len", shortSecretLen)
 	}
+	hlog := newHCLogger(log, "raft")
 	dir := filepath.Join(c.DataDir, "raft")
+	st, err := openStores(dir, hlog)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, st.bolt.Close)
+	trans := newTransport(ln, c, log, hlog)
+	closers = append(closers, trans.Close)
+
+	n := newNode(c, log, st.bolt)
+	if err := n.startRaft(st, trans, hlog); err != nil {
+		return nil, err
+	}
+	closers = nil // from here on, Shutdown releases everything
+	go n.watch()
+	if err := n.bootstrapIfNew(st.existing, dir); err != nil {
+		_ = n.Shutdown()
+		return nil, err
+	}
+	return n, nil
+}
+
+// raftStores are the node's Raft state on disk, in dir: the log and the stable store share one bolt file.
+type raftStores struct {
+	bolt     *raftboltdb.BoltStore
+	logs     raft.LogStore // bolt, behind a cache of the recent entries
+	snaps    raft.SnapshotStore
+	existing bool // dir already holds Raft state
+}
+
+// openStores creates dir if need be and opens the stores in it. The bolt file is opened with a timeout on
+// its lock, so that a second process on the same data directory fails instead of hanging. When a later
+// store fails, openStores closes the bolt file again.
+func openStores(dir string, hlog *hclogLogger) (_ raftStores, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("leader: data dir: %w", err)
+		return raftStores{}, fmt.Errorf("leader: data dir: %w", err)
 	}
 	store, err := raftboltdb.New(raftboltdb.Options{
 		Path:        filepath.Join(dir, "raft.db"),
 		BoltOptions: &bbolt.Options{Timeout: storeOpenTimeout},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("leader: open raft store in %s (in use by another process?): %w", dir, err)
+		return raftStores{}, fmt.Errorf("leader: open raft store in %s (in use by another process?): %w", dir, err)
 	}
-	closers = append(closers, store.Close)
-	hlog := newHCLogger(log, "raft")
+	defer func() {
+		if err != nil {
+			_ = store.Close()
+		}
+	}()
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, retainSnapshots, hlog.Named("snapshots"))
 	if err != nil {
-		return nil, fmt.Errorf("leader: open snapshot store: %w", err)
+		return raftStores{}, fmt.Errorf("leader: open snapshot store: %w", err)
 	}
 	logs, err := raft.NewLogCache(logCacheSize, store)
 	if err != nil {
-		return nil, fmt.Errorf("leader: log cache: %w", err)
+		return raftStores{}, fmt.Errorf("leader: log cache: %w", err)
 	}
 	existing, err := raft.HasExistingState(logs, store, snaps)
 	if err != nil {
-		return nil, fmt.Errorf("leader: read raft state: %w", err)
+		return raftStores{}, fmt.Errorf("leader: read raft state: %w", err)
 	}
+	return raftStores{bolt: store, logs: logs, snaps: snaps, existing: existing}, nil
+}
 
+// newTransport is Raft's transport on ln, whose connections authenticate with the cluster's secret.
+func newTransport(ln net.Listener, c Config, log *slog.Logger, hlog *hclogLogger) *raft.NetworkTransport {
 	stream := newAuthStream(ln, c.Advertise, c.Secret, c.NodeID, defaultHandshakeTimeout, log)
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: transportPool,
 		Timeout: transportTimeout,
 		Logger:  hlog.Named("transport"),
 	})
-	closers = append(closers, trans.Close)
+}
 
-	n := &Node{
+// newNode is the node before Raft starts: its membership directory holds the configured peers.
+func newNode(c Config, log *slog.Logger, store *raftboltdb.BoltStore) *Node {
+	return &Node{
 		cfg:       c,
 		log:       log,
 		store:     store,
@@ -150,36 +195,43 @@ func start(c Config, ln net.Listener) (_ *Node, err error) {
 		stopWatch: make(chan struct{}),
 		watchDone: make(chan struct{}),
 	}
+}
+
+// startRaft starts Raft on the stores and the transport, with the configured timeouts; leadership changes
+// arrive on n.notifyCh. An invalid Raft configuration wraps ErrConfig.
+func (n *Node) startRaft(st raftStores, trans raft.Transport, hlog *hclogLogger) error {
 	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(c.NodeID)
-	rc.HeartbeatTimeout = c.HeartbeatTimeout
-	rc.ElectionTimeout = c.ElectionTimeout
-	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.LocalID = raft.ServerID(n.cfg.NodeID)
+	rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	rc.ElectionTimeout = n.cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
 	rc.NotifyCh = n.notifyCh
 	rc.Logger = hlog
 	if err := raft.ValidateConfig(rc); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	n.raft, err = raft.NewRaft(rc, n.dir, logs, store, snaps, trans)
+	r, err := raft.NewRaft(rc, n.dir, st.logs, st.bolt, st.snaps, trans)
 	if err != nil {
-		return nil, fmt.Errorf("leader: start raft: %w", err)
+		return fmt.Errorf("leader: start raft: %w", err)
 	}
-	closers = nil // from here on, Shutdown releases everything
-	go n.watch()
+	n.raft = r
+	return nil
+}
 
-	_, listed := c.self()
+// bootstrapIfNew bootstraps the cluster when dir holds no Raft state and this node is one of the configured
+// peers. Otherwise it only says how the node joins: Raft rejoins from its state by itself, and a node that
+// is not a configured peer waits to be added by the leader.
+func (n *Node) bootstrapIfNew(existing bool, dir string) error {
+	_, listed := n.cfg.self()
 	switch {
 	case existing:
-		log.Info("leader: existing raft state found, rejoining", "data_dir", dir)
+		n.log.Info("leader: existing raft state found, rejoining", "data_dir", dir)
 	case !listed:
-		log.Info("leader: not in the initial peers and no raft state; waiting to be added by the leader")
+		n.log.Info("leader: not in the initial peers and no raft state; waiting to be added by the leader")
 	default:
-		if err := n.bootstrap(); err != nil {
-			_ = n.Shutdown()
-			return nil, err
-		}
+		return n.bootstrap()
 	}
-	return n, nil
+	return nil
 }
 
 // bootstrap writes the initial membership (cfg.Peers) into the empty log.
