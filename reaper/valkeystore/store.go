@@ -145,24 +145,49 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Address == "" {
 		return nil, errors.New("valkeystore: no address")
 	}
-	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.DialTimeout <= 0 {
-		opts.DialTimeout = DefaultDialTimeout
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
+	opts = opts.withDefaults()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("valkeystore: connect to %s: %w", opts.Address, err)
 	}
+	copt, err := clientOption(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		addr:     opts.Address,
+		password: opts.Password,
+		timeout:  opts.Timeout,
+		log:      opts.Logger,
+		k:        newKeys(opts.Prefix),
+	}
+	if err := s.connect(ctx, copt); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withDefaults returns o with the defaults in place of the fields left empty.
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
+// clientOption is the client's configuration. Its dial is bounded by ctx's
+// deadline too, because the client dials without a context.
+func clientOption(ctx context.Context, opts Options) (valkey.ClientOption, error) {
 	dial := opts.DialTimeout
 	if dl, ok := ctx.Deadline(); ok {
-		// NewClient dials without a context: bound its dial by ctx's deadline.
 		dial = max(min(dial, time.Until(dl)), time.Millisecond)
 	}
 	copt := valkey.ClientOption{
@@ -175,43 +200,53 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		// would cost a CLIENT TRACKING per connection for nothing.
 		DisableCache: true,
 		Dialer:       net.Dialer{Timeout: dial},
-		// Read commands are retried once or twice, at once, so that a connection
-		// broken by a server restart costs nothing; never more, so that calls to a
-		// server that is down fail fast rather than retrying until the timeout.
-		RetryDelay: func(attempts int, _ valkey.Completed, _ error) time.Duration {
-			if attempts > 2 {
-				return -1
-			}
-			return 10 * time.Millisecond
-		},
+		RetryDelay:   retryDelay,
 		// The values are small: the default half a megabyte per connection is waste.
 		ReadBufferEachConn:  64 << 10,
 		WriteBufferEachConn: 64 << 10,
 	}
 	if opts.TLS {
-		copt.TLSConfig = opts.TLSConfig
-		if copt.TLSConfig == nil {
-			host, _, err := net.SplitHostPort(opts.Address)
-			if err != nil {
-				return nil, fmt.Errorf("valkeystore: address %q: %w", opts.Address, err)
-			}
-			copt.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		tc, err := tlsConfig(opts)
+		if err != nil {
+			return valkey.ClientOption{}, err
 		}
+		copt.TLSConfig = tc
 	}
+	return copt, nil
+}
 
-	s := &Store{
-		addr:     opts.Address,
-		password: opts.Password,
-		timeout:  opts.Timeout,
-		log:      opts.Logger,
-		k:        newKeys(opts.Prefix),
+// retryDelay retries read commands once or twice, at once, so that a connection
+// broken by a server restart costs nothing; never more, so that calls to a
+// server that is down fail fast rather than retrying until the timeout.
+func retryDelay(attempts int, _ valkey.Completed, _ error) time.Duration {
+	if attempts > 2 {
+		return -1
 	}
+	return 10 * time.Millisecond
+}
+
+// tlsConfig is opts.TLSConfig, or else one that verifies the server's
+// certificate against the system roots and the host of opts.Address.
+func tlsConfig(opts Options) (*tls.Config, error) {
+	if opts.TLSConfig != nil {
+		return opts.TLSConfig, nil
+	}
+	host, _, err := net.SplitHostPort(opts.Address)
+	if err != nil {
+		return nil, fmt.Errorf("valkeystore: address %q: %w", opts.Address, err)
+	}
+	return &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}, nil
+}
+
+// connect opens the client and pings the server, so that New fails when the
+// server does not answer. On failure, nothing is left open.
+func (s *Store) connect(ctx context.Context, copt valkey.ClientOption) error {
 	client, err := valkey.NewClient(copt)
 	if err != nil {
 		if client != nil {
 			client.Close()
 		}
-		return nil, s.wrap(ctx, ctx, "connect", err)
+		return s.wrap(ctx, ctx, "connect", err)
 	}
 	s.client = client
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -220,9 +255,9 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}); err != nil {
 		s.cancel()
 		client.Close()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // Close stops the watches (waiting for callbacks that are running) and closes the
