@@ -160,7 +160,7 @@ func (p *Plugin) admitQuiet(ex *plugin.Exchange) (Status, bool) {
 // TransformRequest keeps the reaper's request header away from the app: it is a
 // hint between the waiting page and the gateway, never a credential.
 func (p *Plugin) TransformRequest(_ *plugin.Exchange, out *http.Request) error {
-	out.Header.Del(HeaderReaper)
+	delete(out.Header, headerReaperKey)
 	return nil
 }
 

@@ -29,7 +29,11 @@ func (k requestKind) String() string { return kindNames[k] }
 // route's monitoring filters, then a page load. A poll or a status request that
 // a monitoring filter would match is still a poll or a status request.
 func (c *Config) classify(r *http.Request) requestKind {
-	switch strings.ToLower(r.Header.Get(HeaderReaper)) {
+	var h string
+	if v := r.Header[headerReaperKey]; len(v) > 0 {
+		h = v[0]
+	}
+	switch strings.ToLower(h) {
 	case "status":
 		return kindStatus
 	case "poll":
@@ -43,6 +47,10 @@ func (c *Config) classify(r *http.Request) requestKind {
 	}
 	return kindAPI
 }
+
+// headerReaperKey is HeaderReaper in the canonical form net/http stores headers
+// under: looked up as such, it costs no allocation on every request.
+var headerReaperKey = http.CanonicalHeaderKey(HeaderReaper)
 
 // isBrowser reports whether the request is a page load: GET or HEAD whose Accept
 // asks for HTML.
