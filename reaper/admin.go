@@ -219,7 +219,7 @@ func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
 func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx := r.Context()
-	lock, err := a.Store.Lock(ctx, id, 10*time.Second)
+	lock, err := a.Store.Lock(ctx, id, 0, 10*time.Second) // an operator's: never taken over
 	if errors.Is(err, ErrLocked) {
 		httpjson.Error(w, http.StatusConflict, "the app is being decided on right now; try again")
 		return

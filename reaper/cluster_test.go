@@ -149,9 +149,11 @@ func recordStatus(n *clusterNode, app string) reaper.Status {
 
 // TestCluster_TwoLeadersStartEachAppOnce plays a partition: two nodes both believe
 // they lead (terms 5 and 6), share one Valkey, and are asked again and again to
-// wake the same sleeping apps. The per-app lock and the record's term fence must let
-// exactly one start per app reach the platform, and the term-6 record must never be
-// replaced by a term-5 one.
+// wake the same sleeping apps. The term-6 node takes the term-5 node's locks over
+// at once; the term-5 node checks its lock after writing a start's record and
+// before calling the platform, and the term-6 node gives a start it finds not yet
+// accepted UncertainStartGrace to land: exactly one start per app must reach the
+// platform, and the term-6 record must never be replaced by a term-5 one.
 func TestCluster_TwoLeadersStartEachAppOnce(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	const prefix = "partition:"
@@ -430,8 +432,8 @@ type blipStore struct {
 	failReleases atomic.Int32
 }
 
-func (s *blipStore) Lock(ctx context.Context, appID string, ttl time.Duration) (reaper.Lock, error) {
-	l, err := s.Store.Lock(ctx, appID, ttl)
+func (s *blipStore) Lock(ctx context.Context, appID string, term uint64, ttl time.Duration) (reaper.Lock, error) {
+	l, err := s.Store.Lock(ctx, appID, term, ttl)
 	if err != nil {
 		return nil, err
 	}

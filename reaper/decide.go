@@ -21,6 +21,12 @@ const (
 // call the platform accepted can still be lost.
 const RestartAfter = 60 * time.Second
 
+// UncertainStartGrace is how long a start not known to be accepted (RetryStart)
+// is given to show on the platform before it is sent again: long enough for a
+// call still on its way to land, short enough that a wake whose leader died
+// before its call went out is not lost for a RestartAfter.
+const UncertainStartGrace = time.Second
+
 // DeploymentSlack widens what counts as the deployment our start or stop caused:
 // one dated at or after ActionAt − DeploymentSlack. The platform dates a deployment
 // with its own clock, which may run a little behind ours.
@@ -127,7 +133,8 @@ func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
 	if out.Status == StatusDown && state == paas.StateShouldBeDown && act == ActionNone {
 		if cause := wakeCause(in, now, p); cause != "" {
 			out = enter(out, StatusWaitingForUp, cause, now)
-			out.ActionAt, out.StartSentAt, out.RetryStart = now, now, false
+			// RetryStart until the platform accepts the call (afterStart).
+			out.ActionAt, out.StartSentAt, out.RetryStart = now, now, true
 			act = ActionStart
 		}
 	}
@@ -291,12 +298,15 @@ func decideWaitingForUp(r Record, in Input, now time.Time, p Policy) (Record, Ac
 	case depCancelled:
 		return enter(r, StatusDown, "the start was cancelled", now), ActionNone
 	case depNone:
-		// No sign of our start yet. If the start call itself failed (RetryStart),
-		// send it now; past RestartAfter since the last start sent (or since the
-		// action began, for a start we did not send), send it again. ActionAt
-		// stays, so the fail timeout still counts from the first.
-		if (r.RetryStart || now.Sub(latest(r.StartSentAt, r.ActionAt)) >= RestartAfter) && now.Sub(r.ActionAt) < p.FailTimeout {
-			r.StartSentAt, r.RetryStart = now, false
+		// No sign of our start yet. A start not known to be accepted
+		// (RetryStart: its call failed, or its sender died before the answer) is
+		// sent again once UncertainStartGrace has passed since it was sent; an
+		// accepted one after RestartAfter without progress (or since the action
+		// began, for a start we did not send). ActionAt stays, so the fail
+		// timeout still counts from the first.
+		since := now.Sub(latest(r.StartSentAt, r.ActionAt))
+		if ((r.RetryStart && since >= UncertainStartGrace) || since >= RestartAfter) && now.Sub(r.ActionAt) < p.FailTimeout {
+			r.StartSentAt, r.RetryStart = now, true
 			return r, ActionStart
 		}
 	case depOK:

@@ -196,12 +196,22 @@ func dtCheck(rec Record, in Input, p Policy, now time.Time, out Record, act Acti
 		if out.Status != StatusWaitingForUp || !out.StartSentAt.Equal(now) {
 			fail("start with status %s, StartSentAt %v", out.Status, out.StartSentAt)
 		}
+		if !out.RetryStart {
+			fail("a start is taken as accepted before it is sent (RetryStart not set)")
+		}
 		resend := rec.Status == StatusWaitingForUp && out.LastDownAt.Equal(rec.LastDownAt)
 		switch {
 		case resend:
-			if now.Sub(latest(rec.StartSentAt, rec.ActionAt)) < RestartAfter {
+			// An accepted start is sent again after RestartAfter without
+			// progress; one not known to be accepted after UncertainStartGrace.
+			wait := RestartAfter
+			if rec.RetryStart {
+				wait = UncertainStartGrace
+			}
+			if now.Sub(latest(rec.StartSentAt, rec.ActionAt)) < wait {
 				fail("start sent again %v after the last one", now.Sub(latest(rec.StartSentAt, rec.ActionAt)))
 			}
+
 			if !out.ActionAt.Equal(rec.ActionAt) {
 				fail("a start sent again moved ActionAt")
 			}

@@ -163,6 +163,7 @@ func dtSimulate(seed uint64, steps int, stats dtStats) string {
 		lastAccess, connUntil, askedAt, heldSince time.Time
 		asked, held                               bool
 		episode, lastStart                        time.Time // WaitingForUp / WaitingForShutdown began; last start sent
+		startFailed                               bool      // the platform refused the last start for now
 		trace                                     []string
 	)
 	for step := range steps {
@@ -256,7 +257,7 @@ func dtSimulate(seed uint64, steps int, stats dtStats) string {
 			}
 		}
 		if act == ActionStart {
-			if !newEpisode && now.Sub(lastStart) < RestartAfter {
+			if !newEpisode && now.Sub(lastStart) < RestartAfter && !startFailed {
 				bad = append(bad, fmt.Sprintf("start sent again %s after the last one", now.Sub(lastStart)))
 			}
 			lastStart = now
@@ -283,7 +284,17 @@ func dtSimulate(seed uint64, steps int, stats dtStats) string {
 		}
 		switch act {
 		case ActionStart:
-			pl.start(now)
+			// The job applies the platform's answer: mostly accepted, sometimes
+			// a passing failure (the start is then sent again at the next look).
+			if rng.IntN(10) == 0 {
+				out, _ = afterStart(out, paas.ErrRateLimited, now)
+				startFailed = true
+				stats["start refused for now"]++
+			} else {
+				pl.start(now)
+				out, _ = afterStart(out, nil, now)
+				startFailed = false
+			}
 		case ActionStop:
 			pl.stop(now)
 			out.StopSentAt = now // the job records that the platform took it
@@ -316,7 +327,7 @@ func TestDecide_RandomSequences(t *testing.T) {
 	}
 	// The runs must reach the situations the invariants are about.
 	for _, k := range []string{
-		"start", "stop", "start sent again", "start chained after a stop",
+		"start", "stop", "start sent again", "start chained after a stop", "start refused for now",
 		"Up→WaitingForShutdown", "WaitingForShutdown→Down", "Down→WaitingForUp", "WaitingForUp→Up",
 		"WaitingForUp→Down", "Up→Down", "Down→Up", "Up→WaitingForUp", "WaitingForInit→Up", "WaitingForInit→Down",
 		"error: the start failed", "error: did not wake up within the fail timeout",

@@ -198,13 +198,13 @@ func TestDecide_WaitingForInit(t *testing.T) {
 			in: dtInWith(dtSBD, nil, func(in *Input) { in.WakeAsked = true }), act: ActionStart,
 			want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseWakeAsked)
-				r.LastDownAt, r.ActionAt, r.StartSentAt = dtNow, dtNow, dtNow
+				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
 			}},
 		{name: "SHOULD_BE_DOWN inside a keep-up range chains to a start", rec: rec, in: dtIn(dtSBD, nil),
 			policy: &dtKeepUp, act: ActionStart,
 			want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseKeepUp)
-				r.LastDownAt, r.ActionAt, r.StartSentAt = dtNow, dtNow, dtNow
+				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
 			}},
 		{name: "WANTS_TO_BE_UP, FAIL is Error", rec: rec, in: dtIn(dtWTBU, dtDep(dtFail, dtAgo(time.Hour))),
 			want: func(r *Record) { dtMove(r, StatusError, "the last deployment failed: exit code 1") }},
@@ -238,7 +238,7 @@ func TestDecide_Up(t *testing.T) {
 			policy: &dtKeepUp, act: ActionStart,
 			want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseKeepUp)
-				r.LastDownAt, r.ActionAt, r.StartSentAt = dtNow, dtNow, dtNow
+				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
 			}},
 		{name: "WANTS_TO_BE_UP is WaitingForUp: restarting from outside", rec: rec, in: dtIn(dtWTBU, nil),
 			want: func(r *Record) { dtMove(r, StatusWaitingForUp, "restarting from outside"); r.ActionAt = dtNow }},
@@ -316,7 +316,7 @@ func TestDecide_WaitingForShutdown(t *testing.T) {
 			in: dtInWith(dtSBD, nil, func(in *Input) { in.WakeAsked = true }), act: ActionStart,
 			want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseWakeAsked)
-				r.LastDownAt, r.ActionAt, r.StartSentAt = dtNow, dtNow, dtNow
+				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
 			}},
 		{name: "WANTS_TO_BE_UP is WaitingForUp", rec: rec, in: dtIn(dtWTBU, nil),
 			want: func(r *Record) { dtMove(r, StatusWaitingForUp, "restarting from outside"); r.ActionAt = dtNow }},
@@ -337,7 +337,10 @@ func TestDecide_WaitingForShutdown(t *testing.T) {
 func TestDecide_Down(t *testing.T) {
 	rec := dtRecord(StatusDown)
 	start := func(cause string) func(r *Record) {
-		return func(r *Record) { dtMove(r, StatusWaitingForUp, cause); r.ActionAt, r.StartSentAt = dtNow, dtNow }
+		return func(r *Record) {
+			dtMove(r, StatusWaitingForUp, cause)
+			r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, true // until the platform accepts it
+		}
 	}
 	dtRun(t, []dtCase{
 		{name: "SHOULD_BE_UP is Up: started from outside, full grace period", rec: rec, in: dtIn(dtSBU, nil),
@@ -375,7 +378,7 @@ func TestDecide_WaitingForUp(t *testing.T) {
 	failed := func(r *Record) { dtMove(r, StatusError, "the start failed: exit code 1") }
 	timedOut := func(r *Record) { dtMove(r, StatusError, "did not wake up within the fail timeout") }
 	cancelled := func(r *Record) { dtMove(r, StatusDown, "the start was cancelled"); r.LastDownAt = dtNow }
-	resent := func(r *Record) { r.StartSentAt = dtNow }
+	resent := func(r *Record) { r.StartSentAt, r.RetryStart = dtNow, true }
 	withSent := func(sent, action time.Duration) Record {
 		return dtWith(rec, func(r *Record) { r.StartSentAt, r.ActionAt = dtAgo(sent), dtAgo(action) })
 	}
@@ -416,7 +419,7 @@ func TestDecide_WaitingForUp(t *testing.T) {
 			in:  dtInWith(dtSBD, dtDep(dtCancelled, ours), func(in *Input) { in.WakeAsked = true }),
 			act: ActionStart, want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseWakeAsked)
-				r.LastDownAt, r.ActionAt, r.StartSentAt = dtNow, dtNow, dtNow
+				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
 			}},
 		{name: "SHOULD_BE_DOWN, ours WIP: waits (the deployment has not begun to show)", rec: withSent(2*time.Minute, 2*time.Minute),
 			in: dtIn(dtSBD, dtDep(dtWIP, ours))},
@@ -427,7 +430,18 @@ func TestDecide_WaitingForUp(t *testing.T) {
 			in: dtIn(dtSBD, &paas.Deployment{State: dtOK, Action: "UNDEPLOY", At: dtAgo(8 * time.Second)})},
 		{name: "SHOULD_BE_DOWN, none, the start call failed (RetryStart): start again at once",
 			rec: dtWith(withSent(5*time.Second, 5*time.Second), func(r *Record) { r.RetryStart = true }), in: dtIn(dtSBD, nil),
-			act: ActionStart, want: func(r *Record) { resent(r); r.RetryStart = false }},
+			act: ActionStart, want: resent},
+		{name: "SHOULD_BE_DOWN, none, a start not known to be accepted, sent a grace ago: start again",
+			rec: dtWith(withSent(UncertainStartGrace, UncertainStartGrace), func(r *Record) { r.RetryStart = true }), in: dtIn(dtSBD, nil),
+			act: ActionStart, want: resent},
+		{name: "SHOULD_BE_DOWN, none, a start not known to be accepted, sent just now: wait, its call may be on its way",
+			rec: dtWith(withSent(UncertainStartGrace-time.Millisecond, UncertainStartGrace-time.Millisecond), func(r *Record) { r.RetryStart = true }),
+			in:  dtIn(dtSBD, nil)},
+		{name: "WANTS_TO_BE_UP, none, a start not known to be accepted: the platform shows it, wait",
+			rec: dtWith(withSent(30*time.Second, 30*time.Second), func(r *Record) { r.RetryStart = true }), in: dtIn(dtWTBU, nil)},
+		{name: "SHOULD_BE_DOWN, ours running, a start not known to be accepted: the platform shows it, wait",
+			rec: dtWith(withSent(30*time.Second, 30*time.Second), func(r *Record) { r.RetryStart = true }),
+			in:  dtIn(dtSBD, dtDep(paas.DeploymentWIP, dtAgo(29*time.Second)))},
 		{name: "SHOULD_BE_DOWN, none, RetryStart past the fail timeout: Error",
 			rec: dtWith(dtWith(rec, late), func(r *Record) { r.RetryStart = true }), in: dtIn(dtSBD, nil), want: timedOut},
 		{name: "SHOULD_BE_DOWN, none, start sent 59 s ago: waits", rec: withSent(59*time.Second, 5*time.Minute), in: dtIn(dtSBD, nil)},

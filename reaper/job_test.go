@@ -298,7 +298,7 @@ func TestJob_LockIsKeptForALongStep(t *testing.T) {
 		// The stop runs for 20 s, far past the 3 s TTL: nobody else may take the lock.
 		for range 6 {
 			time.Sleep(3 * time.Second)
-			if l, err := e.store.Lock(context.Background(), "app", time.Second); !errors.Is(err, ErrLocked) {
+			if l, err := e.store.Lock(context.Background(), "app", 0, time.Second); !errors.Is(err, ErrLocked) {
 				if l != nil {
 					l.Release(context.Background())
 				}
@@ -309,7 +309,7 @@ func TestJob_LockIsKeptForALongStep(t *testing.T) {
 		if fake.Count("stop", "app") != 1 {
 			t.Errorf("stops = %d", fake.Count("stop", "app"))
 		}
-		if _, err := e.store.Lock(context.Background(), "app", time.Second); err != nil {
+		if _, err := e.store.Lock(context.Background(), "app", 0, time.Second); err != nil {
 			t.Errorf("the lock is still held after the step: %v", err)
 		}
 	})
@@ -367,6 +367,56 @@ func TestJob_500AppsCostOneObservationAPass(t *testing.T) {
 		}
 		if n := len(fake.Calls("deployment")); n != 0 {
 			t.Errorf("%d deployment reads, want none (no decision needed one)", n)
+		}
+	})
+}
+
+// TestJob_LeaderKilledMidWake plays what a newer leader finds when the one before
+// it was killed (kill -9) in the middle of a wake: the dead leader wrote the
+// WaitingForUp record of its start (term 5) and died holding the app's lock,
+// before its start call went out. The newer leader (term 6) must take the lock
+// over at once, resolve the uncertain start by asking the platform (no
+// deployment, still stopped: start now), and wake the app within a second or two
+// — not after the dead lock's 15 s, nor after the 60 s "start again" rule.
+func TestJob_LeaderKilledMidWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("app") // stopped: SHOULD_BE_DOWN, no deployment of ours
+		e := newEnv(t, fake, "")
+		p := e.route(config("app"))
+		ctx := context.Background()
+		killedAt := time.Now()
+		dead := Record{AppID: "app", Status: StatusWaitingForUp, Cause: CauseWakeAsked, PlatformState: paas.StateShouldBeDown,
+			LastStatusUpdate: killedAt, ActionAt: killedAt, StartSentAt: killedAt, RetryStart: true, Term: 5, Revision: 3}
+		if err := e.store.PutRecord(ctx, dead); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.AskWake(ctx, "app", killedAt, 30*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.Lock(ctx, "app", 5, 15*time.Second); err != nil {
+			t.Fatal(err) // the dead leader's lock, never released
+		}
+		time.Sleep(900 * time.Millisecond) // the election: the newer leader begins
+		runCtx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); e.engine.Run(runCtx) }()
+		go func() { defer wg.Done(); e.job.Run(runCtx, 6) }()
+		defer func() { cancel(); wg.Wait() }()
+
+		for fake.Count("start", "app") == 0 && time.Since(killedAt) < 2*time.Minute {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := fake.Count("start", "app"); n != 1 {
+			t.Fatalf("start calls = %d, want 1", n)
+		}
+		if took := time.Since(killedAt); took > 2*time.Second {
+			t.Errorf("the start went out %v after the kill, want within 2 s (the lock taken over, the uncertain start resolved)\n%s", took, e.logs.String())
+		}
+		waitStatus(t, p, StatusUp, time.Minute)
+		rec, _, _ := e.store.Record(ctx, "app")
+		if rec.Term != 6 || rec.RetryStart {
+			t.Errorf("record term %d, RetryStart %v; want term 6, the start accepted", rec.Term, rec.RetryStart)
 		}
 	})
 }

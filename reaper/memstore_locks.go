@@ -9,11 +9,12 @@ import (
 
 type memLockEntry struct {
 	token   string
+	term    uint64
 	expires time.Time
 }
 
 // Lock implements Locker. It never waits; a ttl of 0 or less is refused.
-func (s *MemStore) Lock(ctx context.Context, appID string, ttl time.Duration) (Lock, error) {
+func (s *MemStore) Lock(ctx context.Context, appID string, term uint64, ttl time.Duration) (Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -24,10 +25,10 @@ func (s *MemStore) Lock(ctx context.Context, appID string, ttl time.Duration) (L
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l, ok := s.locks[appID]; ok && now.Before(l.expires) {
+	if l, ok := s.locks[appID]; ok && now.Before(l.expires) && !takesOver(term, l.term) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, appID)
 	}
-	s.locks[appID] = memLockEntry{token: token, expires: now.Add(ttl)}
+	s.locks[appID] = memLockEntry{token: token, term: term, expires: now.Add(ttl)}
 	return &memLock{s: s, app: appID, token: token}, nil
 }
 
@@ -66,4 +67,10 @@ func (l *memLock) Release(ctx context.Context) error {
 	}
 	l.s.mu.Unlock()
 	return nil
+}
+
+// takesOver reports whether a lock asked for in term may take over one held
+// since held (see Locker): only a deposed leader's, of an older term other than 0.
+func takesOver(term, held uint64) bool {
+	return held != 0 && held < term
 }

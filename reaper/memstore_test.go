@@ -152,10 +152,10 @@ func TestMemStore_HistoryLimitZeroReturnsRest(t *testing.T) {
 
 func TestMemStore_LockRefusesNonPositiveTTL(t *testing.T) {
 	s := newMemStore(t, reaper.MemStoreOptions{})
-	if l, err := s.Lock(t.Context(), "a", 0); err == nil || l != nil {
+	if l, err := s.Lock(t.Context(), "a", 0, 0); err == nil || l != nil {
 		t.Fatalf("Lock(ttl 0) = %v, %v; want an error", l, err)
 	}
-	if _, err := s.Lock(t.Context(), "a", time.Minute); err != nil {
+	if _, err := s.Lock(t.Context(), "a", 0, time.Minute); err != nil {
 		t.Fatalf("a refused Lock must not hold the app: %v", err)
 	}
 }

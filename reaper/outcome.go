@@ -19,6 +19,7 @@ import (
 func afterStart(next Record, err error, now time.Time) (rec Record, served bool) {
 	switch {
 	case err == nil:
+		next.RetryStart = false // accepted: no longer uncertain
 		return next, true
 	case errors.Is(err, paas.ErrNeverDeployed):
 		return toError(next, "the app was never deployed: it cannot be started", now), true
@@ -26,7 +27,8 @@ func afterStart(next Record, err error, now time.Time) (rec Record, served bool)
 		return toError(next, "the start failed: "+err.Error(), now), true
 	}
 	// A passing failure (a rate limit, a busy app, a platform error): the start
-	// was not accepted, and Decide sends it again at the next look. The ask stays.
+	// was not accepted (RetryStart stays), and Decide sends it again at the next
+	// look. The ask stays.
 	next.RetryStart = true
 	return next, false
 }

@@ -54,7 +54,7 @@ func TestStateFile_RestartKeepsEveryClock(t *testing.T) {
 	if err := s.SetInFlight(ctx, "node-1", map[string]int{"a": 1}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lock(ctx, "a", time.Minute); err != nil {
+	if _, err := s.Lock(ctx, "a", 0, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -96,7 +96,7 @@ func TestStateFile_RestartKeepsEveryClock(t *testing.T) {
 	if inf, _ := r.InFlight(ctx); len(inf) != 0 {
 		t.Errorf("InFlight after restart = %v, want none", inf)
 	}
-	if _, err := r.Lock(ctx, "a", time.Minute); err != nil {
+	if _, err := r.Lock(ctx, "a", 0, time.Minute); err != nil {
 		t.Errorf("the lock of the old process survived the restart: %v", err)
 	}
 }

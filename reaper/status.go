@@ -80,8 +80,12 @@ type Record struct {
 	ActionAt time.Time `json:"action_at"`
 	// StartSentAt is when the last start call was sent (the 60 s no-progress rule).
 	StartSentAt time.Time `json:"start_sent_at"`
-	// RetryStart is set when the last start call failed for a passing reason (rate
-	// limit, busy app, platform error): the next look sends it again at once.
+	// RetryStart is set while the last start is not known to have been accepted:
+	// from the moment it is decided until the platform accepts the call, and
+	// after a call that failed for a passing reason (rate limit, busy app,
+	// platform error). A leader that finds it set with no sign of the start on the
+	// platform sends the start again once UncertainStartGrace has passed (the
+	// leader that sent it may have died before its call went out).
 	RetryStart bool `json:"retry_start,omitempty"`
 	// StopSentAt is when the platform last accepted our stop. A WaitingForShutdown
 	// whose stop was never sent (the step was cut short: leadership lost, the node

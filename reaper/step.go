@@ -12,11 +12,12 @@ import (
 // step looks at one app under its lock: observe, decide, act. Each writes what it
 // found or did in the app's record.
 func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
-	ctx, unlock, ok := j.lockApp(ctx, t.app.ID)
+	termCtx := ctx
+	ctx, lock, ok := j.lockApp(ctx, term, t.app.ID)
 	if !ok {
 		return
 	}
-	defer unlock()
+	defer lock.release(ctx)
 	rec, now, ok := j.current(ctx, term, t)
 	if !ok {
 		return
@@ -30,14 +31,18 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	}
 	next, act := Decide(rec, in, now, t.policy)
 	next.Term = term
-	j.act(ctx, t, rec, next, act, in, pd, now)
+	j.act(ctx, lock, t, rec, next, act, in, pd, now)
+	if act == ActionNone {
+		j.lookWhenUncertainStartDue(termCtx, next, now)
+	}
 }
 
-// lockApp takes the app's lock in the store, kept while the step runs: the
-// returned context ends if it is lost, and unlock releases it. false: another
-// decider has it (its result reaches us through the store), or the store failed.
-func (j *Job) lockApp(ctx context.Context, id string) (_ context.Context, unlock func(), ok bool) {
-	lock, err := j.opts.Store.Lock(ctx, id, j.opts.LockTTL)
+// lockApp takes the app's lock in the store for this term, kept while the step
+// runs: the returned context ends if it is lost (a newer leader took it over).
+// false: another decider has it (its result reaches us through the store), or
+// the store failed.
+func (j *Job) lockApp(ctx context.Context, term uint64, id string) (context.Context, *heldLock, bool) {
+	lock, err := j.opts.Store.Lock(ctx, id, term, j.opts.LockTTL)
 	if errors.Is(err, ErrLocked) {
 		return nil, nil, false
 	}
@@ -46,10 +51,29 @@ func (j *Job) lockApp(ctx context.Context, id string) (_ context.Context, unlock
 		return nil, nil, false
 	}
 	ctx, stopKeeping := j.keepLock(ctx, lock, id)
-	return ctx, func() {
-		stopKeeping()
-		j.release(context.WithoutCancel(ctx), lock)
-	}, true
+	return ctx, &heldLock{j: j, lock: lock, stopKeeping: stopKeeping}, true
+}
+
+// heldLock is an app's lock while its step runs.
+type heldLock struct {
+	j           *Job
+	lock        Lock
+	stopKeeping func()
+}
+
+// stillOurs extends the lock now, and reports whether it is still ours: a newer
+// leader may have taken it over (a deposed leader's lock is, at once). Called
+// after the record of a start or a stop is written and right before the
+// platform is asked: a newer leader that takes the lock over later reads that
+// record, and knows an action may be on its way.
+func (l *heldLock) stillOurs(ctx context.Context) bool {
+	return l.lock.Extend(ctx, l.j.opts.LockTTL) == nil
+}
+
+// release stops keeping the lock and frees it.
+func (l *heldLock) release(ctx context.Context) {
+	l.stopKeeping()
+	l.j.release(context.WithoutCancel(ctx), l.lock)
 }
 
 // current reads the app's record (a new one in WaitingForInit if it has none) and
@@ -126,12 +150,12 @@ func (j *Job) observeApp(ctx context.Context, term uint64, t target, rec Record,
 
 // act carries out Decide's action and records the outcome; a wake ask that the
 // app's new status satisfies is cleared.
-func (j *Job) act(ctx context.Context, t target, rec, next Record, act Action, in Input, pd *passData, now time.Time) {
+func (j *Job) act(ctx context.Context, lock *heldLock, t target, rec, next Record, act Action, in Input, pd *passData, now time.Time) {
 	switch act {
 	case ActionStop:
-		j.stop(ctx, t, rec, next, in, pd.settings)
+		j.stop(ctx, lock, t, rec, next, in, pd.settings)
 	case ActionStart:
-		j.start(ctx, t, rec, next, now)
+		j.start(ctx, lock, t, rec, next, now)
 	default:
 		j.write(ctx, rec, &next)
 	}
@@ -213,6 +237,25 @@ func (j *Job) input(id string, obs paas.Observation, pd *passData) Input {
 	return Input{Observation: obs, LastAccess: la, Busy: busy > 0 || pd.inFlight[id] > 0, WakeAsked: asked}
 }
 
+// lookWhenUncertainStartDue looks at the app again when a start not known to be
+// accepted (its leader may have died before the call went out) is due to be sent
+// again, rather than at the next tick: Decide waits UncertainStartGrace for it.
+// ctx is the term's: a look asked after the term ended is dropped.
+func (j *Job) lookWhenUncertainStartDue(ctx context.Context, rec Record, now time.Time) {
+	if rec.Status != StatusWaitingForUp || !rec.RetryStart {
+		return
+	}
+	due := rec.StartSentAt.Add(UncertainStartGrace).Sub(now)
+	if due <= 0 || due >= j.opts.FastInterval {
+		return // due now (the next tick is soon enough), or later than the next tick
+	}
+	time.AfterFunc(due, func() {
+		if ctx.Err() == nil { // still this term's leader
+			_ = j.Ask(ctx, rec.AppID)
+		}
+	})
+}
+
 // observeFailed records what an observation error means (afterObserveError); an
 // error that changes nothing is logged, and retried at the next tick.
 func (j *Job) observeFailed(ctx context.Context, term uint64, rec Record, err error, now time.Time) {
@@ -230,7 +273,7 @@ func (j *Job) observeFailed(ctx context.Context, term uint64, rec Record, err er
 // stop puts an idle app to sleep: it marks it WaitingForShutdown first, so that
 // every node holds new requests instead of sending them to an app about to stop,
 // then checks its traffic once more and only then asks the platform.
-func (j *Job) stop(ctx context.Context, t target, prev, next Record, in Input, settings Settings) {
+func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Record, in Input, settings Settings) {
 	if settings.DryRun || settings.KillSwitch {
 		if settings.DryRun {
 			j.log.Info("dry run: would put an idle app to sleep", "app", t.app.ID, "cause", next.Cause)
@@ -254,7 +297,7 @@ func (j *Job) stop(ctx context.Context, t target, prev, next Record, in Input, s
 		j.write(ctx, next, &back)
 		return
 	}
-	if !j.verify(ctx) {
+	if !j.verify(ctx) || !lock.stillOurs(ctx) {
 		return // the next leader sees a stop never sent, and decides again
 	}
 	err := j.opts.PaaS.Stop(ctx, t.app)
@@ -292,7 +335,7 @@ func (j *Job) trafficSince(ctx context.Context, id string, decidedOn time.Time) 
 // timeout counts from), then asks the platform. A start that failed for a passing
 // reason is sent again at the next tick; the wake ask stays stored until it
 // succeeds.
-func (j *Job) start(ctx context.Context, t target, prev, next Record, now time.Time) {
+func (j *Job) start(ctx context.Context, lock *heldLock, t target, prev, next Record, now time.Time) {
 	// A start sent to an app that is up restarts it on some platforms: whatever
 	// the pass observed (a batch read may be seconds old), ask the platform again
 	// right before, and start only an app it says is down.
@@ -306,8 +349,8 @@ func (j *Job) start(ctx context.Context, t target, prev, next Record, now time.T
 		_ = j.Ask(ctx, t.app.ID)
 		return
 	}
-	if !j.verify(ctx) || !j.write(ctx, prev, &next) {
-		return
+	if !j.verify(ctx) || !j.write(ctx, prev, &next) || !lock.stillOurs(ctx) {
+		return // a newer leader finds the start not known to be accepted, and resolves it
 	}
 	err = j.opts.PaaS.Start(ctx, t.app)
 	after, served := afterStart(next, err, j.opts.Now())

@@ -60,8 +60,8 @@ func TestJob_AStopNeverSentIsDecidedAgain(t *testing.T) {
 // (a store timeout), as one slow Valkey round trip would.
 type flakyExtendStore struct{ *MemStore }
 
-func (s flakyExtendStore) Lock(ctx context.Context, app string, ttl time.Duration) (Lock, error) {
-	l, err := s.MemStore.Lock(ctx, app, ttl)
+func (s flakyExtendStore) Lock(ctx context.Context, app string, term uint64, ttl time.Duration) (Lock, error) {
+	l, err := s.MemStore.Lock(ctx, app, term, ttl)
 	if err != nil {
 		return nil, err
 	}

@@ -81,9 +81,13 @@ type AskStore interface {
 // Locker hands out per-app locks, so that an app is never started or stopped by two
 // deciders at once.
 type Locker interface {
-	// Lock takes the app's lock for ttl. It does not wait: it returns ErrLocked when
-	// another holder has it.
-	Lock(ctx context.Context, appID string, ttl time.Duration) (Lock, error)
+	// Lock takes the app's lock for ttl, on behalf of the leader of Raft term term
+	// (0: a single node, or an operator). It does not wait: it returns ErrLocked
+	// when another holder has it — unless that holder took it in an older term
+	// other than 0: a deposed leader's lock is taken over at once (its writes are
+	// fenced by term anyway, and its lock must not keep its successor from an app
+	// for a whole ttl). A lock taken in term 0 is never taken over.
+	Lock(ctx context.Context, appID string, term uint64, ttl time.Duration) (Lock, error)
 }
 
 // Lock is a held per-app lock. Its methods act only if the lock is still ours

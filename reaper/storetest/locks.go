@@ -12,7 +12,7 @@ import (
 
 func mustLock(t *testing.T, s reaper.Store, app string, ttl time.Duration) reaper.Lock {
 	t.Helper()
-	l, err := s.Lock(t.Context(), app, ttl)
+	l, err := s.Lock(t.Context(), app, 0, ttl)
 	if err != nil {
 		t.Fatalf("Lock(%s): %v", app, err)
 	}
@@ -24,7 +24,7 @@ func mustLock(t *testing.T, s reaper.Store, app string, ttl time.Duration) reape
 
 func expectLocked(t *testing.T, s reaper.Store, app string) {
 	t.Helper()
-	l, err := s.Lock(t.Context(), app, time.Minute)
+	l, err := s.Lock(t.Context(), app, 0, time.Minute)
 	if !errors.Is(err, reaper.ErrLocked) {
 		if err == nil {
 			_ = l.Release(t.Context())
@@ -68,7 +68,7 @@ func testLockExclusive(t *testing.T, s reaper.Store) {
 func testLockExpiry(t *testing.T, s reaper.Store) {
 	locked := time.Now()
 	old := mustLock(t, s, "a", shortTTL)
-	_, err := s.Lock(t.Context(), "a", time.Minute)
+	_, err := s.Lock(t.Context(), "a", 0, time.Minute)
 	if time.Since(locked) < shortTTL && !errors.Is(err, reaper.ErrLocked) {
 		t.Fatalf("Lock before the holder's ttl ran out = %v, want ErrLocked", err)
 	}
@@ -77,7 +77,7 @@ func testLockExpiry(t *testing.T, s reaper.Store) {
 		t.Log("the machine was slow: the short lock expired before the second Lock")
 	}
 	eventually(t, "an expired lock can be taken", func() (bool, string) {
-		l, err := s.Lock(t.Context(), "a", time.Minute)
+		l, err := s.Lock(t.Context(), "a", 0, time.Minute)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -144,7 +144,7 @@ func testLockConcurrent(t *testing.T, s reaper.Store) {
 	for range contenders {
 		wg.Go(func() {
 			<-start
-			l, err := s.Lock(t.Context(), "a", time.Minute)
+			l, err := s.Lock(t.Context(), "a", 0, time.Minute)
 			switch {
 			case err == nil && l != nil:
 				winners.Add(1)
@@ -159,4 +159,64 @@ func testLockConcurrent(t *testing.T, s reaper.Store) {
 	if n := winners.Load(); n != 1 {
 		t.Fatalf("%d of %d concurrent Lock calls won, want exactly 1", n, contenders)
 	}
+}
+
+// A leader of a newer term takes over a lock its deposed predecessor still holds,
+// at once; nothing else is taken over: the same or an older term, and never a
+// lock taken in term 0 (a single node, an operator).
+func testLockTakeover(t *testing.T, s reaper.Store) {
+	ctx := t.Context()
+	old, err := s.Lock(ctx, "a", 3, time.Minute)
+	if err != nil {
+		t.Fatalf("Lock in term 3: %v", err)
+	}
+	for _, term := range []uint64{0, 2, 3} {
+		if l, err := s.Lock(ctx, "a", term, time.Minute); !errors.Is(err, reaper.ErrLocked) {
+			if err == nil {
+				_ = l.Release(ctx)
+			}
+			t.Fatalf("Lock in term %d of a lock held in term 3 = %v, want ErrLocked", term, err)
+		}
+	}
+	next, err := s.Lock(ctx, "a", 4, time.Minute)
+	if err != nil {
+		t.Fatalf("Lock in term 4 of a lock held in term 3 = %v, want it taken over", err)
+	}
+	if err := old.Extend(ctx, time.Minute); !errors.Is(err, reaper.ErrLockLost) {
+		t.Fatalf("Extend by the deposed holder = %v, want ErrLockLost", err)
+	}
+	if err := old.Release(ctx); err != nil {
+		t.Fatalf("Release by the deposed holder = %v, want nil (a no-op)", err)
+	}
+	if l, err := s.Lock(ctx, "a", 4, time.Minute); !errors.Is(err, reaper.ErrLocked) {
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("a second Lock in term 4 = %v, want ErrLocked: the deposed holder's Release must not free it", err)
+	}
+	if err := next.Extend(ctx, time.Minute); err != nil {
+		t.Fatalf("Extend by the new holder: %v", err)
+	}
+	// A lock taken in term 0 is an operator's (or a single node's): never taken over.
+	op, err := s.Lock(ctx, "b", 0, time.Minute)
+	if err != nil {
+		t.Fatalf("Lock in term 0: %v", err)
+	}
+	if l, err := s.Lock(ctx, "b", 7, time.Minute); !errors.Is(err, reaper.ErrLocked) {
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("Lock in term 7 of a lock held in term 0 = %v, want ErrLocked", err)
+	}
+	// Terms compare as numbers, not as text: 10 is newer than 9.
+	nine, err := s.Lock(ctx, "c", 9, time.Minute)
+	if err != nil {
+		t.Fatalf("Lock in term 9: %v", err)
+	}
+	if _, err := s.Lock(ctx, "c", 10, time.Minute); err != nil {
+		t.Fatalf("Lock in term 10 of a lock held in term 9 = %v, want it taken over", err)
+	}
+	_ = nine.Release(ctx)
+	_ = next.Release(ctx)
+	_ = op.Release(ctx)
 }

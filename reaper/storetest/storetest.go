@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reaper.Store) {
 		{"Lock/ExtendKeepsIt", testLockExtend},
 		{"Lock/ExpiredIsLost", testLockExpiredIsLost},
 		{"Lock/ConcurrentOneWinner", testLockConcurrent},
+		{"Lock/ANewerTermTakesOver", testLockTakeover},
 		{"Settings/RoundTrip", testSettings},
 		{"Watch/NotifiesPut", testWatch},
 		{"Context/CancelledReturnsPromptly", testCancelledContext},

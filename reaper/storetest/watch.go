@@ -78,7 +78,7 @@ func testCancelledContext(t *testing.T, s reaper.Store) {
 		"Settings":      func() { _, _ = s.Settings(ctx) },
 		"PutSettings":   func() { _ = s.PutSettings(ctx, reaper.Settings{}) },
 		"Lock": func() {
-			if l, err := s.Lock(ctx, "a", time.Minute); err == nil {
+			if l, err := s.Lock(ctx, "a", 0, time.Minute); err == nil {
 				_ = l.Release(t.Context())
 			}
 		},

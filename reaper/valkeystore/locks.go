@@ -12,6 +12,22 @@ import (
 	"github.com/reapergw/reaper/reaper"
 )
 
+// A lock's value is "<term>:<random token>". Terms are compared as decimal strings
+// (see putRecordScript). KEYS: lock:<app>. ARGV: value, term, ttl in ms. 1 if the
+// lock is taken: it was free, or held in an older term other than 0.
+var takeLockScript = valkey.NewLuaScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local held = string.match(cur, '^(%d+):')
+  local t = ARGV[2]
+  if not held or held == '0' or not (#held < #t or (#held == #t and held < t)) then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 1
+`)
+
 // KEYS: lock:<app>. ARGV: token, ttl in ms. 1 if the lock was ours and is extended.
 var extendLockScript = valkey.NewLuaScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -28,26 +44,25 @@ end
 return 0
 `)
 
-// Lock implements reaper.Locker: one SET NX PX with a random token. It never waits
+// Lock implements reaper.Locker: one script that sets the lock to the term and a
+// random token, with its ttl, if it is free or a deposed leader's. It never waits
 // for the lock: reaper.ErrLocked when another holder has it. The ttl runs on the
 // server's clock, to the millisecond (rounded up); a ttl of 0 or less is refused.
 //
 // A Lock call that fails for want of an answer (timeout, connection lost) may
 // still have taken the lock on the server: then it stays taken until its ttl runs
 // out, which is what keeps two deciders apart.
-func (s *Store) Lock(ctx context.Context, appID string, ttl time.Duration) (reaper.Lock, error) {
+func (s *Store) Lock(ctx context.Context, appID string, term uint64, ttl time.Duration) (reaper.Lock, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("valkeystore: lock %s: ttl %v is not positive", appID, ttl)
 	}
-	l := &lock{s: s, app: appID, key: s.k.lockPrefix + appID, token: rand.Text()}
+	t := strconv.FormatUint(term, 10)
+	l := &lock{s: s, app: appID, key: s.k.lockPrefix + appID, token: t + ":" + rand.Text()}
 	var taken bool
 	err := s.call(ctx, "Lock", func(ctx context.Context) error {
-		err := s.client.Do(ctx, s.client.B().Set().Key(l.key).Value(l.token).Nx().
-			PxMilliseconds(ceilMillis(ttl)).Build()).Error()
-		if valkey.IsValkeyNil(err) { // NX refused: someone holds it
-			return nil
-		}
-		taken = err == nil
+		n, err := takeLockScript.Exec(ctx, s.client, []string{l.key},
+			[]string{l.token, t, strconv.FormatInt(ceilMillis(ttl), 10)}).AsInt64()
+		taken = n == 1
 		return err
 	})
 	if err != nil {
@@ -59,8 +74,8 @@ func (s *Store) Lock(ctx context.Context, appID string, ttl time.Duration) (reap
 	return l, nil
 }
 
-// lock is a lock handed out by Store.Lock; token (128 random bits) tells it from
-// every other holder's, past or future.
+// lock is a lock handed out by Store.Lock; token (its term, then 128 random bits)
+// tells it from every other holder's, past or future.
 type lock struct {
 	s     *Store
 	app   string

@@ -39,7 +39,7 @@ func TestLock_TwoNodesOneHolder(t *testing.T) {
 			}
 			wg.Go(func() {
 				<-start
-				l, err := s.Lock(t.Context(), "app", time.Minute)
+				l, err := s.Lock(t.Context(), "app", 0, time.Minute)
 				switch {
 				case err == nil:
 					winners.Add(1)
@@ -67,13 +67,13 @@ func TestLock_TwoNodesOneHolder(t *testing.T) {
 func TestLock_ExpiryAcrossNodes(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	n1, n2 := twoNodes(t, srv, Options{})
-	first, err := n1.Lock(t.Context(), "app", 100*time.Millisecond)
+	first, err := n1.Lock(t.Context(), "app", 0, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var second reaper.Lock
 	waitFor(t, "the other node takes the expired lock", func() bool {
-		second, err = n2.Lock(t.Context(), "app", time.Minute)
+		second, err = n2.Lock(t.Context(), "app", 0, time.Minute)
 		if err != nil && !errors.Is(err, reaper.ErrLocked) {
 			t.Fatalf("Lock: %v", err)
 		}
@@ -85,7 +85,7 @@ func TestLock_ExpiryAcrossNodes(t *testing.T) {
 	if err := first.Release(t.Context()); err != nil {
 		t.Errorf("Release by the expired holder = %v, want nil", err)
 	}
-	if _, err := n1.Lock(t.Context(), "app", time.Minute); !errors.Is(err, reaper.ErrLocked) {
+	if _, err := n1.Lock(t.Context(), "app", 0, time.Minute); !errors.Is(err, reaper.ErrLocked) {
 		t.Errorf("Lock after the stale Release = %v, want ErrLocked (the new holder keeps it)", err)
 	}
 	if err := second.Extend(t.Context(), 2*time.Minute); err != nil {
@@ -106,15 +106,15 @@ func TestLock_TTL(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, Options{})
 	for _, ttl := range []time.Duration{0, -time.Second} {
-		if l, err := s.Lock(t.Context(), "app", ttl); err == nil || errors.Is(err, reaper.ErrLocked) {
+		if l, err := s.Lock(t.Context(), "app", 0, ttl); err == nil || errors.Is(err, reaper.ErrLocked) {
 			t.Errorf("Lock(ttl %v) = %v, %v; want a refusal", ttl, l, err)
 		}
 	}
 	// A sub-millisecond ttl rounds up, rather than to 0 (which SET refuses).
-	if _, err := s.Lock(t.Context(), "tiny", 300*time.Microsecond); err != nil {
+	if _, err := s.Lock(t.Context(), "tiny", 0, 300*time.Microsecond); err != nil {
 		t.Errorf("Lock(300µs): %v", err)
 	}
-	l, err := s.Lock(t.Context(), "app", time.Minute)
+	l, err := s.Lock(t.Context(), "app", 0, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,7 @@ func TestOutage_RestartMidRun(t *testing.T) {
 	must(t, n1.AskWake(ctx, "asked", asked, 30*time.Minute))
 	must(t, n1.TouchAccess(ctx, map[string]time.Time{"asked": asked}))
 	must(t, n1.PutSettings(ctx, reaper.Settings{DryRun: true}))
-	held, err := n1.Lock(ctx, "locked", time.Minute)
+	held, err := n1.Lock(ctx, "locked", 0, time.Minute)
 	must(t, err)
 	// Written behind the store's back: no notification; only the resync tells.
 	if _, err := srv.Do("HSET", n1.k.records, "direct", `{"app_id":"direct","status":"Up"}`); err != nil {
@@ -202,7 +202,7 @@ func TestOutage_RestartMidRun(t *testing.T) {
 		"TouchAccess": func(ctx context.Context) error { return n1.TouchAccess(ctx, map[string]time.Time{"x": asked}) },
 		"InFlight":    func(ctx context.Context) error { _, err := n1.InFlight(ctx); return err },
 		"WakeAsks":    func(ctx context.Context) error { _, err := n1.WakeAsks(ctx); return err },
-		"Lock":        func(ctx context.Context) error { _, err := n1.Lock(ctx, "x", time.Minute); return err },
+		"Lock":        func(ctx context.Context) error { _, err := n1.Lock(ctx, "x", 0, time.Minute); return err },
 		"Extend":      func(ctx context.Context) error { return held.Extend(ctx, time.Minute) },
 		"Settings":    func(ctx context.Context) error { _, err := n1.Settings(ctx); return err },
 	}
@@ -233,7 +233,7 @@ func TestOutage_RestartMidRun(t *testing.T) {
 	if set, err := n2.Settings(ctx); err != nil || !set.DryRun {
 		t.Errorf("Settings after the restart = %+v, %v", set, err)
 	}
-	if _, err := n2.Lock(ctx, "locked", time.Minute); !errors.Is(err, reaper.ErrLocked) {
+	if _, err := n2.Lock(ctx, "locked", 0, time.Minute); !errors.Is(err, reaper.ErrLocked) {
 		t.Errorf("Lock of a lock held across the restart = %v, want ErrLocked", err)
 	}
 	must(t, held.Release(ctx)) // the scripts run again on a server that forgot them
