@@ -252,7 +252,6 @@ func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusServiceUnavailable, "the record cannot be written: "+err.Error())
 		return
 	}
-	_ = a.Store.AppendHistory(ctx, Transition{AppID: id, From: rec.Status, To: next.Status, Cause: next.Cause, At: now})
 	a.Engine.Apply(next)
 	unlock() // before the ask: the job must find the lock free
 	a.Engine.asks.look(ctx, id)

@@ -2,13 +2,9 @@ package reaper
 
 import "context"
 
-// AppendHistory implements HistoryStore; the entry is saved in the background like
-// a transition.
-func (s *MemStore) AppendHistory(ctx context.Context, t Transition) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
+// appendHistoryLocked adds t to its app's history, dropping the oldest entries
+// past HistoryCap. s.mu is held.
+func (s *MemStore) appendHistoryLocked(t Transition) {
 	h := append(s.history[t.AppID], t)
 	if len(h) > HistoryCap {
 		// Reslicing never writes to the shared backing array, so a snapshot taken
@@ -16,10 +12,6 @@ func (s *MemStore) AppendHistory(ctx context.Context, t Transition) error {
 		h = h[len(h)-HistoryCap:]
 	}
 	s.history[t.AppID] = h
-	s.gen++
-	s.mu.Unlock()
-	s.saveSoon()
-	return nil
 }
 
 // History implements HistoryStore. A negative offset counts as 0; a limit of 0 or

@@ -34,8 +34,8 @@ func (s *MemStore) Records(ctx context.Context) ([]Record, error) {
 }
 
 // PutRecord implements RecordStore. A change of status (or a new record) is saved
-// to the state file within a moment, in the background; watchers are told after
-// the record is stored, without waiting for them.
+// to the state file within a moment, in the background, with its history entry;
+// watchers are told after the record is stored, without waiting for them.
 func (s *MemStore) PutRecord(ctx context.Context, rec Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -46,11 +46,18 @@ func (s *MemStore) PutRecord(ctx context.Context, rec Record) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: app %s: stored term %d, given %d", ErrStaleTerm, rec.AppID, old.Term, rec.Term)
 	}
+	from := old.Status
+	if !ok {
+		from = StatusWaitingForInit
+	}
 	s.records[rec.AppID] = rec
+	if from != rec.Status {
+		s.appendHistoryLocked(Transition{AppID: rec.AppID, From: from, To: rec.Status, Cause: rec.Cause, At: rec.LastStatusUpdate})
+	}
 	s.gen++
 	s.mu.Unlock()
 
-	if !ok || old.Status != rec.Status {
+	if !ok || from != rec.Status {
 		s.saveSoon()
 	}
 	s.watchers.Notify(rec.AppID)

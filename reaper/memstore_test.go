@@ -135,10 +135,12 @@ func mustPut(t *testing.T, s reaper.Store, rec reaper.Record) {
 
 func TestMemStore_HistoryLimitZeroReturnsRest(t *testing.T) {
 	s := newMemStore(t, reaper.MemStoreOptions{})
-	for i := range 5 {
-		if err := s.AppendHistory(t.Context(), reaper.Transition{AppID: "a", Cause: string(rune('0' + i))}); err != nil {
-			t.Fatal(err)
+	for i := range 5 { // five changes of status: five history entries
+		st := reaper.StatusUp
+		if i%2 == 1 {
+			st = reaper.StatusDown
 		}
+		mustPut(t, s, reaper.Record{AppID: "a", Status: st, Cause: string(rune('0' + i))})
 	}
 	page, total, err := s.History(t.Context(), "a", 1, 0)
 	if err != nil || total != 5 || len(page) != 4 || page[0].Cause != "3" || page[3].Cause != "0" {

@@ -180,7 +180,7 @@ func (s *MemStore) save() error {
 }
 
 // snapshotLocked copies what the file holds. History slices are shared, not
-// copied: AppendHistory only appends past their length or reslices, so the
+// copied: appendHistoryLocked only appends past their length or reslices, so the
 // elements seen here never change (and the lock stays short).
 func (s *MemStore) snapshotLocked() *stateFile {
 	st := &stateFile{

@@ -395,11 +395,7 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 	}
 	// This node acts on the record at once (before it says so in the log).
 	j.opts.Engine.Apply(*next)
-	if prev.Status != next.Status {
-		t := Transition{AppID: next.AppID, From: prev.Status, To: next.Status, Cause: next.Cause, At: next.LastStatusUpdate}
-		if err := j.opts.Store.AppendHistory(ctx, t); err != nil {
-			j.apiErr.log(j.log, "writing history failed", err)
-		}
+	if prev.Status != next.Status { // the store wrote its history entry with it
 		level := j.log.Info
 		if next.Status == StatusError {
 			level = j.log.Error

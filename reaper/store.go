@@ -31,17 +31,19 @@ type RecordStore interface {
 	// PutRecord stores rec, unless the stored record was written in a later Raft
 	// term than rec.Term: then it returns ErrStaleTerm and changes nothing. The
 	// store is the fence that keeps a deposed leader from overwriting its
-	// successor's work.
+	// successor's work. When rec's status differs from the stored record's
+	// (WaitingForInit when there is none), the same step appends the transition
+	// {From: the stored status, To: rec.Status, Cause: rec.Cause, At:
+	// rec.LastStatusUpdate} to the app's history: a record and its history entry
+	// are written together or not at all, whoever dies in between.
 	PutRecord(ctx context.Context, rec Record) error
 	// DeleteRecord forgets the app (with the same term rule).
 	DeleteRecord(ctx context.Context, appID string, term uint64) error
 }
 
-// HistoryStore keeps the latest transitions of each app (a capped list).
+// HistoryStore keeps the latest transitions of each app (a capped list of
+// HistoryCap entries, the oldest dropped first), written by PutRecord.
 type HistoryStore interface {
-	// AppendHistory adds t to its app's history, dropping the oldest entries past
-	// the cap (HistoryCap).
-	AppendHistory(ctx context.Context, t Transition) error
 	// History returns the app's transitions, newest first, skipping offset and
 	// returning at most limit, with the total count kept.
 	History(ctx context.Context, appID string, offset, limit int) (page []Transition, total int, err error)

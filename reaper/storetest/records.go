@@ -223,13 +223,22 @@ func testDeleteTermFence(t *testing.T, s reaper.Store) {
 	}
 }
 
+// statusAt is the status of the i-th record appendN puts: Down, Up, Down, …
+func statusAt(i int) reaper.Status {
+	if i%2 == 0 {
+		return reaper.StatusDown
+	}
+	return reaper.StatusUp
+}
+
+// transition is the i-th history entry appendN makes.
 func transition(app string, i int) reaper.Transition {
-	from, to := reaper.StatusUp, reaper.StatusDown
-	if i%2 == 1 {
-		from, to = to, from
+	from := reaper.StatusWaitingForInit // no record yet
+	if i > 0 {
+		from = statusAt(i - 1)
 	}
 	return reaper.Transition{
-		AppID: app, From: from, To: to, Cause: strconv.Itoa(i),
+		AppID: app, From: from, To: statusAt(i), Cause: strconv.Itoa(i),
 		At: time.Date(2025, 3, 14, 9, 0, 0, 123_456_789, time.UTC).Add(time.Duration(i) * time.Second),
 	}
 }
@@ -238,13 +247,74 @@ func equalTransition(a, b reaper.Transition) bool {
 	return a.AppID == b.AppID && a.From == b.From && a.To == b.To && a.Cause == b.Cause && a.At.Equal(b.At)
 }
 
+// appendN makes n history entries for app: n records put, each a change of
+// status.
 func appendN(t *testing.T, s reaper.Store, app string, n int) {
 	t.Helper()
 	for i := range n {
-		if err := s.AppendHistory(t.Context(), transition(app, i)); err != nil {
-			t.Fatalf("AppendHistory #%d: %v", i, err)
+		tr := transition(app, i)
+		mustPut(t, s, reaper.Record{AppID: app, Status: tr.To, Cause: tr.Cause, LastStatusUpdate: tr.At, Revision: uint64(i + 1)})
+	}
+}
+
+// A record and its history entry are written together: a change of status is
+// one entry (from the stored status, WaitingForInit when there is none), a put
+// that keeps the status or that the term fence refuses is none.
+func testHistoryWrittenWithTheRecord(t *testing.T, s reaper.Store) {
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	put := func(st reaper.Status, cause string, term uint64) error {
+		at = at.Add(time.Second)
+		return s.PutRecord(t.Context(), reaper.Record{AppID: "a", Status: st, Cause: cause, LastStatusUpdate: at, Term: term})
+	}
+	want := func(what string, entries ...reaper.Transition) {
+		t.Helper()
+		page, total, err := s.History(t.Context(), "a", 0, 100)
+		if err != nil {
+			t.Fatalf("%s: History: %v", what, err)
+		}
+		if total != len(entries) || len(page) != len(entries) {
+			t.Fatalf("%s: history %+v (total %d), want %d entries %+v", what, page, total, len(entries), entries)
+		}
+		for i := range entries {
+			if !equalTransition(page[i], entries[i]) {
+				t.Fatalf("%s: history[%d] = %+v, want %+v", what, i, page[i], entries[i])
+			}
 		}
 	}
+	base := at
+	tr := func(from, to reaper.Status, cause string, sec int) reaper.Transition {
+		return reaper.Transition{AppID: "a", From: from, To: to, Cause: cause, At: base.Add(time.Duration(sec) * time.Second)}
+	}
+	if err := put(reaper.StatusWaitingForInit, "seen", 2); err != nil {
+		t.Fatal(err)
+	}
+	want("a new record in WaitingForInit")
+	if err := put(reaper.StatusUp, "the platform says it is up", 2); err != nil {
+		t.Fatal(err)
+	}
+	up := tr(reaper.StatusWaitingForInit, reaper.StatusUp, "the platform says it is up", 2)
+	want("WaitingForInit → Up", up)
+	if err := put(reaper.StatusUp, "looked at again", 2); err != nil {
+		t.Fatal(err)
+	}
+	want("Up again", up)
+	if err := put(reaper.StatusDown, "a deposed leader", 1); !errors.Is(err, reaper.ErrStaleTerm) {
+		t.Fatalf("a put of an older term = %v, want ErrStaleTerm", err)
+	}
+	want("a put the term fence refused", up)
+	if err := put(reaper.StatusWaitingForShutdown, "idle for 1h0m0s", 3); err != nil {
+		t.Fatal(err)
+	}
+	stop := tr(reaper.StatusUp, reaper.StatusWaitingForShutdown, "idle for 1h0m0s", 5)
+	want("Up → WaitingForShutdown", stop, up)
+	if err := s.DeleteRecord(t.Context(), "a", 3); err != nil {
+		t.Fatal(err)
+	}
+	want("a deleted record keeps its history", stop, up)
+	if err := put(reaper.StatusDown, "seen again", 3); err != nil {
+		t.Fatal(err)
+	}
+	want("a record put after it was deleted", tr(reaper.StatusWaitingForInit, reaper.StatusDown, "seen again", 6), stop, up)
 }
 
 func testHistoryCapAndOrder(t *testing.T, s reaper.Store) {

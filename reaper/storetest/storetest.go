@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reaper.Store) {
 		{"History/CapAndOrder", testHistoryCapAndOrder},
 		{"History/Paging", testHistoryPaging},
 		{"History/PerApp", testHistoryPerApp},
+		{"History/WrittenWithTheRecord", testHistoryWrittenWithTheRecord},
 		{"TouchAccess/MergesByMax", testTouchAccessMax},
 		{"TouchAccess/ConcurrentEndsAtMax", testTouchAccessConcurrent},
 		{"InFlight/SumsNodes", testInFlightSums},

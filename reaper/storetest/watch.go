@@ -66,17 +66,16 @@ func testCancelledContext(t *testing.T, s reaper.Store) {
 		"DeleteRecord": func() {
 			_ = s.DeleteRecord(ctx, "a", 0)
 		},
-		"AppendHistory": func() { _ = s.AppendHistory(ctx, reaper.Transition{AppID: "a", At: now}) },
-		"History":       func() { _, _, _ = s.History(ctx, "a", 0, 10) },
-		"TouchAccess":   func() { _ = s.TouchAccess(ctx, map[string]time.Time{"a": now}) },
-		"LastAccess":    func() { _, _ = s.LastAccess(ctx) },
-		"SetInFlight":   func() { _ = s.SetInFlight(ctx, "n", map[string]int{"a": 1}, time.Minute) },
-		"InFlight":      func() { _, _ = s.InFlight(ctx) },
-		"AskWake":       func() { _ = s.AskWake(ctx, "a", now, time.Minute) },
-		"WakeAsks":      func() { _, _ = s.WakeAsks(ctx) },
-		"ClearWake":     func() { _ = s.ClearWake(ctx, "a", now) },
-		"Settings":      func() { _, _ = s.Settings(ctx) },
-		"PutSettings":   func() { _ = s.PutSettings(ctx, reaper.Settings{}) },
+		"History":     func() { _, _, _ = s.History(ctx, "a", 0, 10) },
+		"TouchAccess": func() { _ = s.TouchAccess(ctx, map[string]time.Time{"a": now}) },
+		"LastAccess":  func() { _, _ = s.LastAccess(ctx) },
+		"SetInFlight": func() { _ = s.SetInFlight(ctx, "n", map[string]int{"a": 1}, time.Minute) },
+		"InFlight":    func() { _, _ = s.InFlight(ctx) },
+		"AskWake":     func() { _ = s.AskWake(ctx, "a", now, time.Minute) },
+		"WakeAsks":    func() { _, _ = s.WakeAsks(ctx) },
+		"ClearWake":   func() { _ = s.ClearWake(ctx, "a", now) },
+		"Settings":    func() { _, _ = s.Settings(ctx) },
+		"PutSettings": func() { _ = s.PutSettings(ctx, reaper.Settings{}) },
 		"Lock": func() {
 			if l, err := s.Lock(ctx, "a", 0, time.Minute); err == nil {
 				_ = l.Release(t.Context())

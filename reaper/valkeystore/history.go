@@ -12,32 +12,11 @@ import (
 	"github.com/reapergw/reaper/reaper"
 )
 
-// KEYS: the app's history list. ARGV: transition JSON, cap.
-var appendHistoryScript = valkey.NewLuaScript(`
-redis.call('LPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
-return 1
-`)
-
 // KEYS: the app's history list. ARGV: first, last index (LRANGE's). Returns
 // {length, {entries}}, read at one instant.
 var historyScript = valkey.NewLuaScript(`
 return {redis.call('LLEN', KEYS[1]), redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])}
 `)
-
-// AppendHistory implements reaper.HistoryStore: the push and the trim to
-// reaper.HistoryCap are one script. Not idempotent: a retried call adds the
-// transition twice.
-func (s *Store) AppendHistory(ctx context.Context, t reaper.Transition) error {
-	raw, err := json.Marshal(t)
-	if err != nil {
-		return fmt.Errorf("valkeystore: AppendHistory %s: %w", t.AppID, err)
-	}
-	return s.call(ctx, "AppendHistory", func(ctx context.Context) error {
-		return appendHistoryScript.Exec(ctx, s.client, []string{s.k.historyPrefix + t.AppID},
-			[]string{string(raw), strconv.Itoa(reaper.HistoryCap)}).Error()
-	})
-}
 
 // History implements reaper.HistoryStore: one script, newest first. A negative
 // offset counts as 0; a limit of 0 or less returns everything from offset. An

@@ -11,13 +11,17 @@ import (
 	"github.com/reapergw/reaper/reaper"
 )
 
-// Push and trim are one step: appends racing from two nodes never leave more
-// than the cap, and none of the latest entries is lost.
-func TestAppendHistory_ConcurrentKeepsCap(t *testing.T) {
+// A record and its history entry are one step: puts racing from two nodes on one
+// app never leave more than the cap, and the history always chains — each
+// entry's From is the To of the entry before it, and the newest entry's To is the
+// stored record's status. A put whose entry were written apart from its record
+// would break the chain.
+func TestPutRecord_ConcurrentHistoryChainsAndKeepsCap(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	a := newStore(t, srv, Options{})
 	b := newStore(t, srv, Options{Prefix: a.k.records[:len(a.k.records)-len("records")]})
-	const workers, each = 8, 80 // 640 > HistoryCap
+	const workers, each = 8, 150
+	statuses := []reaper.Status{reaper.StatusUp, reaper.StatusWaitingForShutdown, reaper.StatusDown, reaper.StatusWaitingForUp}
 	var wg sync.WaitGroup
 	for w := range workers {
 		s := a
@@ -26,10 +30,9 @@ func TestAppendHistory_ConcurrentKeepsCap(t *testing.T) {
 		}
 		wg.Go(func() {
 			for i := range each {
-				tr := reaper.Transition{AppID: "x", From: reaper.StatusUp, To: reaper.StatusDown,
-					Cause: strconv.Itoa(w*each + i), At: time.Now()}
-				if err := s.AppendHistory(t.Context(), tr); err != nil {
-					t.Errorf("AppendHistory: %v", err)
+				rec := reaper.Record{AppID: "x", Status: statuses[(w+i)%len(statuses)], Cause: strconv.Itoa(w*each + i), LastStatusUpdate: time.Now()}
+				if err := s.PutRecord(t.Context(), rec); err != nil {
+					t.Errorf("PutRecord: %v", err)
 					return
 				}
 			}
@@ -40,29 +43,52 @@ func TestAppendHistory_ConcurrentKeepsCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total != reaper.HistoryCap || len(page) != reaper.HistoryCap {
-		t.Fatalf("History = %d entries, total %d; want %d", len(page), total, reaper.HistoryCap)
+	if total > reaper.HistoryCap || len(page) != total || total < 100 {
+		t.Fatalf("History = %d entries, total %d; want between 100 and the cap, %d", len(page), total, reaper.HistoryCap)
 	}
-	if n, err := srv.Do("LLEN", a.k.historyPrefix+"x"); err != nil || n != strconv.Itoa(reaper.HistoryCap) {
-		t.Fatalf("LLEN = %s, %v; want %d", n, err, reaper.HistoryCap)
+	if n, err := srv.Do("LLEN", a.k.historyPrefix+"x"); err != nil || n != strconv.Itoa(total) {
+		t.Fatalf("LLEN = %s, %v; want %d", n, err, total)
 	}
-	// Each worker's last entry is among the kept ones (they are the newest of each).
-	seen := map[string]bool{}
-	for _, tr := range page {
-		seen[tr.Cause] = true
+	rec, _, err := a.Record(t.Context(), "x")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for w := range workers {
-		if last := strconv.Itoa(w*each + each - 1); !seen[last] {
-			t.Errorf("worker %d's last entry (%s) was trimmed", w, last)
+	if page[0].To != rec.Status || page[0].Cause != rec.Cause {
+		t.Fatalf("newest entry %+v, stored record %s %q: they must agree", page[0], rec.Status, rec.Cause)
+	}
+	for i := 0; i+1 < len(page); i++ {
+		if page[i].From != page[i+1].To || page[i].From == page[i].To {
+			t.Fatalf("history does not chain at %d: %+v after %+v", i, page[i], page[i+1])
 		}
+	}
+}
+
+// A stored record that cannot be decoded counts as none: its replacement's entry
+// comes from WaitingForInit, and the put succeeds.
+func TestPutRecord_CorruptStoredRecordCountsAsNone(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, srv, Options{})
+	if _, err := srv.Do("HSET", s.k.records, "x", "{not json"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRecord(t.Context(), reaper.Record{AppID: "x", Status: reaper.StatusUp, Cause: "seen"}); err != nil {
+		t.Fatal(err)
+	}
+	page, _, err := s.History(t.Context(), "x", 0, 0)
+	if err != nil || len(page) != 1 || page[0].From != reaper.StatusWaitingForInit || page[0].To != reaper.StatusUp {
+		t.Fatalf("history = %+v, %v; want WaitingForInit → Up", page, err)
 	}
 }
 
 func TestHistory_NegativeOffsetAndNoLimit(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStore(t, srv, Options{})
-	for i := range 5 {
-		if err := s.AppendHistory(t.Context(), reaper.Transition{AppID: "x", Cause: strconv.Itoa(i)}); err != nil {
+	for i := range 5 { // five changes of status: five history entries
+		st := reaper.StatusUp
+		if i%2 == 1 {
+			st = reaper.StatusDown
+		}
+		if err := s.PutRecord(t.Context(), reaper.Record{AppID: "x", Status: st, Cause: strconv.Itoa(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

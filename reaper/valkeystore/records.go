@@ -15,15 +15,31 @@ import (
 
 // The term fence. Terms are compared as decimal strings (longer is larger, then
 // byte order), since Lua's numbers are doubles and a uint64 may not fit one.
-// KEYS: records, terms. ARGV: app, term, record JSON, channel.
+// When the status changes, the transition goes to the app's history in the same
+// script: the stored status is read from the stored record (a record that cannot
+// be decoded counts as none: WaitingForInit).
+// KEYS: records, terms, the app's history list. ARGV: app, term, record JSON,
+// channel, status, cause, time of the change (RFC 3339), history cap.
 // Returns {"ok"} or {"stale", stored term}.
 var putRecordScript = valkey.NewLuaScript(`
 local old = redis.call('HGET', KEYS[2], ARGV[1])
 if old and (#old > #ARGV[2] or (#old == #ARGV[2] and old > ARGV[2])) then
   return {'stale', old}
 end
+local from = 'WaitingForInit'
+local stored = redis.call('HGET', KEYS[1], ARGV[1])
+if stored then
+  local ok, rec = pcall(cjson.decode, stored)
+  if ok and type(rec) == 'table' and type(rec.status) == 'string' then
+    from = rec.status
+  end
+end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if from ~= ARGV[5] then
+  redis.call('LPUSH', KEYS[3], cjson.encode({app_id = ARGV[1], from = from, to = ARGV[5], cause = ARGV[6], at = ARGV[7]}))
+  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[8]) - 1)
+end
 redis.call('PUBLISH', ARGV[4], ARGV[1])
 return {'ok'}
 `)
@@ -93,18 +109,25 @@ func (s *Store) Records(ctx context.Context) ([]reaper.Record, error) {
 	return out, nil
 }
 
-// PutRecord implements reaper.RecordStore. The term check, the write and the
-// notification of every node (PUBLISH) are one script, so a deposed leader can
-// never overwrite its successor's record, however their calls interleave.
-// Idempotent; reaper.ErrStaleTerm when the stored record has a later term.
+// PutRecord implements reaper.RecordStore. The term check, the write, the history
+// entry of a change of status and the notification of every node (PUBLISH) are
+// one script, so a deposed leader can never overwrite its successor's record,
+// however their calls interleave, and no record is ever stored without its
+// history entry. Idempotent (a retried call finds the status unchanged);
+// reaper.ErrStaleTerm when the stored record has a later term.
 func (s *Store) PutRecord(ctx context.Context, rec reaper.Record) error {
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("valkeystore: PutRecord %s: %w", rec.AppID, err)
 	}
+	at, err := rec.LastStatusUpdate.MarshalText() // RFC 3339, as Transition.At decodes it
+	if err != nil {
+		return fmt.Errorf("valkeystore: PutRecord %s: %w", rec.AppID, err)
+	}
 	term := strconv.FormatUint(rec.Term, 10)
 	return s.fenced(ctx, "PutRecord", rec.AppID, rec.Term, putRecordScript,
-		[]string{rec.AppID, term, string(raw), s.k.channel})
+		[]string{s.k.records, s.k.terms, s.k.historyPrefix + rec.AppID},
+		[]string{rec.AppID, term, string(raw), s.k.channel, string(rec.Status), rec.Cause, string(at), strconv.Itoa(reaper.HistoryCap)})
 }
 
 // DeleteRecord implements reaper.RecordStore, with the same term rule as
@@ -112,15 +135,15 @@ func (s *Store) PutRecord(ctx context.Context, rec reaper.Record) error {
 // tells the watchers. Deleting an unknown app is not an error.
 func (s *Store) DeleteRecord(ctx context.Context, appID string, term uint64) error {
 	return s.fenced(ctx, "DeleteRecord", appID, term, deleteRecordScript,
-		[]string{appID, strconv.FormatUint(term, 10), s.k.channel})
+		[]string{s.k.records, s.k.terms}, []string{appID, strconv.FormatUint(term, 10), s.k.channel})
 }
 
 // fenced runs one of the term-fenced scripts.
-func (s *Store) fenced(ctx context.Context, op, appID string, term uint64, script *valkey.Lua, args []string) error {
+func (s *Store) fenced(ctx context.Context, op, appID string, term uint64, script *valkey.Lua, keys, args []string) error {
 	var reply []string
 	err := s.call(ctx, op, func(ctx context.Context) error {
 		var err error
-		reply, err = script.Exec(ctx, s.client, []string{s.k.records, s.k.terms}, args).AsStrSlice()
+		reply, err = script.Exec(ctx, s.client, keys, args).AsStrSlice()
 		return err
 	})
 	if err != nil {
