@@ -30,7 +30,7 @@ func BenchmarkGateway_vs_BareProxy(b *testing.B) {
 		},
 		// The same pool as the gateway's routes (default timeouts), so that
 		// only the gateway's own work differs.
-		Transport: ts.get(poolKey{DefaultRouteConfig().Backend.Timeouts, DefaultMaxConnections}),
+		Transport: ts.get(poolKey{DefaultRouteConfig().Backend.Timeouts, DefaultMaxConnections, backendKey{target.Scheme, target.Host}}),
 	})
 	defer bare.Close()
 

@@ -112,6 +112,11 @@ type ProvisionContext struct {
 	// Services holds shared services wired by the binary, by name (the reaper
 	// plugin finds its engine under "reaper").
 	Services map[string]any
+	// DropIdleConnections closes the idle keep-alive connections to the route's
+	// targets (Route.DropIdleConnections). Safe to call at any time, from any
+	// goroutine, also once the route is built and serving; nil outside
+	// BuildRouter.
+	DropIdleConnections func()
 }
 
 // Service returns the shared service registered under name.

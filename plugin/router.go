@@ -68,8 +68,22 @@ type Route struct {
 	// filtered is the bit set of plugins with include/exclude patterns.
 	filtered uint64
 
-	proxy  *httputil.ReverseProxy
-	logger *slog.Logger
+	proxy      *httputil.ReverseProxy
+	freshProxy *httputil.ReverseProxy // the same, over connections opened per request
+	transport  *routeTransport
+	logger     *slog.Logger
+}
+
+// DropIdleConnections closes the idle keep-alive connections to the route's
+// targets (of every route that shares them); connections in use are left alone.
+// The reaper plugin drops them when an app stops or wakes: a connection kept
+// idle across the app's sleep may be dead without its gateway side knowing (a
+// connection the app never accepted leaves no trace on its side), and a request
+// whose body cannot be sent again would fail on it. It does not block.
+func (r *Route) DropIdleConnections() {
+	if r.transport != nil {
+		r.transport.closeIdle()
+	}
 }
 
 // upstream is one target of a route, with root and path already joined.
@@ -149,11 +163,12 @@ func BuildRouter(ctx context.Context, routes []RouteConfig, opts BuildOptions) (
 		for _, inst := range r.plugins {
 			inst.logger = r.logger.With("plugin", inst.kind)
 			pc := ProvisionContext{
-				Context:  ctx,
-				Logger:   inst.logger,
-				Route:    r.Config,
-				Path:     conf.Key(inst.path, "config"),
-				Services: opts.Services,
+				Context:             ctx,
+				Logger:              inst.logger,
+				Route:               r.Config,
+				Path:                conf.Key(inst.path, "config"),
+				Services:            opts.Services,
+				DropIdleConnections: r.DropIdleConnections, // r's pools are set below
 			}
 			if err := provision(inst, pc); err != nil {
 				addProvisionError(&errs, pc.Path, err)
@@ -162,7 +177,9 @@ func BuildRouter(ctx context.Context, routes []RouteConfig, opts BuildOptions) (
 			inst.provisioned = true
 		}
 		r.classify()
-		r.proxy = r.newProxy(transports.get(poolKey{r.timeouts, r.maxConns}), r.logger)
+		r.transport = transports.newRouteTransport(r, false)
+		r.proxy = r.newProxy(r.transport, r.logger)
+		r.freshProxy = r.newProxy(transports.newRouteTransport(r, true), r.logger)
 	}
 	if err := errs.Err(); err != nil {
 		rt.Close()

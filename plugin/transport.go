@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -8,25 +9,33 @@ import (
 )
 
 // Transports holds one http.Transport (one pool of upstream connections) per
-// distinct timeouts tuple (connect, response_header, idle) and connection limit. The binary creates one
-// and passes it to every BuildRouter, so that routes rebuilt by a reload reuse the
-// keep-alive connections of the routes they replace. Safe for concurrent use. A
-// tuple no route uses any more keeps its transport (its idle connections expire
-// after the idle timeout); there are as many transports as tuples ever configured.
+// backend (a target's scheme and host) and distinct timeouts tuple (connect,
+// response_header, idle) and connection limit. The binary creates one and passes
+// it to every BuildRouter, so that routes rebuilt by a reload reuse the keep-alive
+// connections of the routes they replace. A pool per backend lets one backend's
+// idle connections be dropped alone (Route.DropIdleConnections), when the app
+// behind it stops or wakes. Safe for concurrent use. A pool no route uses any more
+// is kept (its idle connections expire after the idle timeout); there are as many
+// as backends and tuples ever configured.
 type Transports struct {
-	mu sync.Mutex
-	m  map[poolKey]*http.Transport
+	mu    sync.Mutex
+	m     map[poolKey]*http.Transport
+	fresh map[poolKey]*http.Transport // without keep-alive: a retry's fresh connection
 }
 
 // poolKey is what routes must share to share a pool.
 type poolKey struct {
 	timeouts Timeouts
 	maxConns int
+	backend  backendKey
 }
+
+// backendKey names a backend: a target's scheme and host (with its port).
+type backendKey struct{ scheme, host string }
 
 // NewTransports returns an empty set of pools.
 func NewTransports() *Transports {
-	return &Transports{m: map[poolKey]*http.Transport{}}
+	return &Transports{m: map[poolKey]*http.Transport{}, fresh: map[poolKey]*http.Transport{}}
 }
 
 // Upstream connection pool sizing: enough idle connections per backend that a
@@ -36,11 +45,18 @@ const (
 	tcpKeepAlive        = 30 * time.Second
 )
 
-// get returns the transport for t, creating it on first use.
-func (ts *Transports) get(k poolKey) *http.Transport {
+// get returns the pool for k, creating it on first use.
+func (ts *Transports) get(k poolKey) *http.Transport { return ts.pool(ts.m, k, false) }
+
+// getFresh returns k's transport that opens a connection per request: for a
+// request sent again after its connection failed, which must not meet another
+// connection of the same age.
+func (ts *Transports) getFresh(k poolKey) *http.Transport { return ts.pool(ts.fresh, k, true) }
+
+func (ts *Transports) pool(m map[poolKey]*http.Transport, k poolKey, fresh bool) *http.Transport {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if tr, ok := ts.m[k]; ok {
+	if tr, ok := m[k]; ok {
 		return tr
 	}
 	connect, header, idle := k.timeouts.durations()
@@ -65,9 +81,55 @@ func (ts *Transports) get(k poolKey) *http.Transport {
 		DisableCompression: true,
 		// HTTP/2 to https targets that offer it (plain http targets stay HTTP/1.1).
 		ForceAttemptHTTP2: true,
+		DisableKeepAlives: fresh,
 	}
-	ts.m[k] = tr
+	m[k] = tr
 	return tr
+}
+
+// routeTransport sends each of a route's requests through its target's pool.
+type routeTransport struct {
+	one   *http.Transport // the pool, when the route has one backend
+	pools map[backendKey]*http.Transport
+}
+
+// newRouteTransport returns the route's RoundTripper over the pools of its
+// targets, the keep-alive ones or, with fresh, those that open a connection per
+// request.
+func (ts *Transports) newRouteTransport(r *Route, fresh bool) *routeTransport {
+	rt := &routeTransport{pools: map[backendKey]*http.Transport{}}
+	for _, t := range r.targets {
+		k := poolKey{r.timeouts, r.maxConns, backendKey{t.url.Scheme, t.url.Host}}
+		if fresh {
+			rt.pools[k.backend] = ts.getFresh(k)
+		} else {
+			rt.pools[k.backend] = ts.get(k)
+		}
+	}
+	if len(rt.pools) == 1 {
+		for _, tr := range rt.pools {
+			rt.one = tr
+		}
+	}
+	return rt
+}
+
+func (rt *routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if rt.one != nil {
+		return rt.one.RoundTrip(req)
+	}
+	tr := rt.pools[backendKey{req.URL.Scheme, req.URL.Host}]
+	if tr == nil { // cannot happen: rewrite only sends to the route's targets
+		return nil, fmt.Errorf("plugin: no connection pool for %s://%s", req.URL.Scheme, req.URL.Host)
+	}
+	return tr.RoundTrip(req)
+}
+
+// closeIdle closes the idle connections of the route's pools.
+func (rt *routeTransport) closeIdle() {
+	for _, tr := range rt.pools {
+		tr.CloseIdleConnections()
+	}
 }
 
 // CloseIdleConnections closes the idle connections of every pool; connections in
@@ -76,6 +138,9 @@ func (ts *Transports) CloseIdleConnections() {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	for _, tr := range ts.m {
+		tr.CloseIdleConnections()
+	}
+	for _, tr := range ts.fresh {
 		tr.CloseIdleConnections()
 	}
 }

@@ -94,6 +94,7 @@ type app struct {
 // and the new instance of a route both hold one.
 type claim struct {
 	routeID, routeName string
+	dropIdle           func() // closes the idle connections to the route's backends
 }
 
 // NewEngine returns an engine with no app; routes register theirs as the reaper
@@ -136,7 +137,10 @@ func (e *Engine) SetAsker(a Asker) { e.asks.setAsker(a) }
 
 // Register makes the route a manager of cfg.AppID. Called when the reaper plugin
 // is provisioned; a reload registers the new routes before unregistering the old.
-func (e *Engine) Register(routeID, routeName string, cfg *Config) {
+//
+// dropIdle, when not nil, closes the idle connections to the route's backends:
+// the engine calls it when the app stops or wakes (plugin.Route.DropIdleConnections).
+func (e *Engine) Register(routeID, routeName string, cfg *Config, dropIdle func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	a := e.apps[cfg.AppID]
@@ -152,7 +156,7 @@ func (e *Engine) Register(routeID, routeName string, cfg *Config) {
 	if cfg.OwnerID != "" {
 		a.owner = cfg.OwnerID
 	}
-	a.claims[cfg] = claim{routeID: routeID, routeName: routeName}
+	a.claims[cfg] = claim{routeID: routeID, routeName: routeName, dropIdle: dropIdle}
 }
 
 // Unregister removes the claim of the plugin instance whose config is cfg (the
@@ -248,6 +252,13 @@ func (e *Engine) Apply(rec Record) {
 		if cur != nil && *cur == rec {
 			return
 		}
+		if cur != nil && (cur.Status == StatusUp) != (rec.Status == StatusUp) {
+			// The app stops or wakes: a connection kept idle across its sleep
+			// may be dead without this side knowing, and a request whose body
+			// cannot be sent again would fail on it. Dropped before the record
+			// that releases held requests, so that none rides one.
+			e.dropIdle(a)
+		}
 		if rec.Status == StatusUp && (cur == nil || cur.Status != StatusUp) {
 			// The ready delay counts from when this node saw the app come up, on
 			// its own clock (another node's clock may be off); set before the
@@ -273,6 +284,22 @@ func (e *Engine) Apply(rec Record) {
 			}
 			return
 		}
+	}
+}
+
+// dropIdle closes the idle connections to the app's backends, those of every
+// route that manages it.
+func (e *Engine) dropIdle(a *app) {
+	e.mu.RLock()
+	drops := make([]func(), 0, len(a.claims))
+	for _, c := range a.claims {
+		if c.dropIdle != nil {
+			drops = append(drops, c.dropIdle)
+		}
+	}
+	e.mu.RUnlock()
+	for _, drop := range drops {
+		drop()
 	}
 }
 

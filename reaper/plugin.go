@@ -74,7 +74,7 @@ func (p *Plugin) Provision(ctx plugin.ProvisionContext) error {
 	if p.ReadyDelay != nil {
 		p.readyDelay = p.ReadyDelay.D()
 	}
-	engine.Register(p.routeID, p.routeName, &p.Config)
+	engine.Register(p.routeID, p.routeName, &p.Config, ctx.DropIdleConnections)
 	p.app = engine.app(p.AppID)
 	return nil
 }

@@ -82,7 +82,7 @@ func TestEngine_ForgetsUnmanagedAppsOnceIdleAndFlushed(t *testing.T) {
 	e := NewEngine(EngineOptions{Node: "n1", Store: store})
 	cfg := DefaultConfig()
 	cfg.AppID = "gone"
-	e.Register("r1", "r1", &cfg)
+	e.Register("r1", "r1", &cfg, nil)
 	a := e.app("gone")
 	end := a.begin()
 	e.Unregister("r1", "gone", &cfg)
@@ -102,7 +102,7 @@ func TestEngine_ForgetsUnmanagedAppsOnceIdleAndFlushed(t *testing.T) {
 	if la, _ := store.LastAccess(context.Background()); la["gone"].IsZero() {
 		t.Error("its last access did not reach the store")
 	}
-	e.Register("r2", "r2", &cfg)
+	e.Register("r2", "r2", &cfg, nil)
 	if b := e.app("gone"); b == nil || b == a || len(e.Managed()) != 1 {
 		t.Errorf("managed again: app %p (was %p), managed %v", b, a, e.Managed())
 	}
