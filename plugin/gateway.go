@@ -92,6 +92,8 @@ type state struct {
 
 	reqFailure *pluginFailure // a request transformer failed (set in Rewrite)
 	dialErr    error          // a dial failure left for the DialFailureHandlers
+	lostErr    error          // a connection lost before any byte of the answer, body in memory
+	answering  atomic.Bool    // the backend's answer began (its first byte arrived)
 	retried    bool
 }
 
@@ -245,11 +247,19 @@ func (st *state) appliesTo(inst *instance) bool {
 	return st.applies&inst.bit != 0
 }
 
-// forward proxies the request, and after a dial failure asks the route's
-// DialFailureHandlers whether to send it once more.
+// forward proxies the request. After a dial failure it asks the route's
+// DialFailureHandlers whether to send it once more; a request whose connection
+// was lost before any byte of the answer, and whose body is in memory, is sent
+// once more at once, on a new connection.
 func (st *state) forward() {
 	r := st.ex.Route
 	r.proxy.ServeHTTP(&st.rec, st.ex.Request)
+	if st.lostErr != nil {
+		st.logger().Debug("the backend's connection was lost before it answered; sending the request again on a new connection", "upstream", st.upstream, "error", st.lostErr)
+		st.lostErr, st.retried = nil, true
+		r.freshProxy.ServeHTTP(&st.rec, st.ex.Request)
+		return
+	}
 	if st.dialErr == nil {
 		return
 	}

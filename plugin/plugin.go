@@ -201,7 +201,7 @@ func (ex *Exchange) BufferBody(limit int64) (bool, error) {
 		return false, nil
 	}
 	b.rc = bodyCloser{Reader: bytes.NewReader(data), Closer: orig}
-	b.buffered = true
+	b.buffered, b.data, b.orig = true, data, orig
 	return true, nil
 }
 

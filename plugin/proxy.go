@@ -3,11 +3,14 @@ package plugin
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"strings"
+	"syscall"
 )
 
 // stateKey is the context key of the request state, set on the outbound request
@@ -103,8 +106,18 @@ func (r *Route) rewrite(pr *httputil.ProxyRequest) {
 			return
 		}
 	}
+	ctx := out.Context()
 	if len(r.respT) > 0 {
-		pr.Out = out.WithContext(context.WithValue(out.Context(), stateKey{}, st))
+		ctx = context.WithValue(ctx, stateKey{}, st)
+	}
+	if st.body.buffered && !st.retried {
+		// A body in memory can be sent again if the connection is lost before
+		// the answer begins: know when it does.
+		st.answering.Store(false)
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { st.answering.Store(true) }})
+	}
+	if ctx != out.Context() {
+		pr.Out = out.WithContext(ctx)
 	}
 }
 
@@ -154,6 +167,8 @@ func (r *Route) errorHandler(w http.ResponseWriter, _ *http.Request, err error) 
 		st.logger().Debug("client gone before the backend answered", "error", err)
 	case isDialFailure(err) && len(r.dial) > 0 && !st.retried && st.body.n.Load() == 0:
 		st.dialErr = err // the gateway asks the route's DialFailureHandlers
+	case !st.retried && !st.answering.Load() && connectionLost(err) && st.body.rewind():
+		st.lostErr = err // the gateway sends it again on a new connection
 	default:
 		st.proxyError(err)
 	}
@@ -177,6 +192,18 @@ func classifyProxyError(err error) (status int, msg string) {
 		return http.StatusBadGateway, msgUnreachable
 	}
 	return http.StatusBadGateway, msgBadResponse
+}
+
+// connectionLost reports whether err says the backend's connection broke (reset,
+// closed, broken pipe) rather than timed out or answered badly.
+func connectionLost(err error) bool {
+	switch {
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	// net/http's own error for a connection the server closed as it was reused.
+	return strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // isDialFailure reports whether err says the connection to the backend never

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -112,6 +113,19 @@ type reqBody struct {
 	st       *state
 	n        atomic.Int64 // read by the handler while the transport may still read
 	buffered bool         // the whole body is in memory (Exchange.BufferBody)
+	data     []byte       // the body, when buffered
+	orig     io.Closer    // the client's body, when buffered
+}
+
+// rewind makes a buffered body readable from its start again, for a request sent
+// once more; false when the body is not in memory.
+func (b *reqBody) rewind() bool {
+	if !b.buffered {
+		return false
+	}
+	b.rc = bodyCloser{Reader: bytes.NewReader(b.data), Closer: b.orig}
+	b.n.Store(0)
+	return true
 }
 
 func (b *reqBody) Read(p []byte) (int, error) {
