@@ -21,6 +21,15 @@ const DefaultTimeout = 30 * time.Second
 // maxTimeout is the longest per-call timeout accepted: the job waits on calls.
 const maxTimeout = 5 * time.Minute
 
+// DefaultRateLimitMax is the longest back-off after a rate limit without
+// Retry-After. It is short on purpose. Once the API recovers, a pending start goes
+// out within one back-off step, and every second of that step comes out of the
+// fail timeout of the requests held for the wake, which must also cover the app's
+// boot. A longer step would spare the API little: while the gate is closed the
+// whole driver sends one call per step, however many apps wait, and 5 s is the
+// job's fast tick, so a storm costs the API no more calls than a calm pass does.
+const DefaultRateLimitMax = 5 * time.Second
+
 // Config is the driver's configuration, the YAML under paas.clevercloud:
 //
 //	api_url: https://api-bridge.clever-cloud.com  # default: the host of the credential

@@ -15,7 +15,8 @@ import (
 //
 // A rate-limit answer closes the gate until a "not before" time: the Retry-After
 // the API gave, else an exponential back-off with jitter that grows with each
-// rate-limit answer in a row. Every call waits for that time (within its budget).
+// rate-limit answer in a row, up to max (short: see DefaultRateLimitMax). Every
+// call waits for that time (within its budget).
 // Once it has passed, one call goes through alone as a probe; the others wait for
 // its outcome. Any answer that is not a rate limit opens the gate fully; another
 // rate limit closes it for longer.
