@@ -62,7 +62,8 @@ type Options struct {
 	// RetryBase and RetryMax bound the back-off between attempts (250 ms, 2 s).
 	RetryBase, RetryMax time.Duration
 	// RateLimitBase and RateLimitMax bound the shared back-off after a rate limit
-	// without Retry-After (1 s, DefaultRateLimitMax).
+	// without Retry-After (1 s; Config.RateLimitMaxBackoff, else
+	// DefaultRateLimitMax).
 	RateLimitBase, RateLimitMax time.Duration
 	// GateWait is the longest a call waits for the rate-limit gate before it
 	// returns a *paas.RateLimitError without calling the API (default 10 s).
@@ -140,7 +141,7 @@ func New(cfg Config, opts Options) (*Client, error) {
 	if c.attempts <= 0 {
 		c.attempts = 3
 	}
-	c.gate = &gate{base: def(opts.RateLimitBase, time.Second), max: def(opts.RateLimitMax, DefaultRateLimitMax)}
+	c.gate = &gate{base: def(opts.RateLimitBase, time.Second), max: def(opts.RateLimitMax, cfg.rateLimitMax())}
 	c.owners.refresh = def(opts.OwnerRefresh, 30*time.Second)
 	c.rc = resty.NewWithClient(hc).
 		SetLogger(restyLogger{log: log, redact: c.redact}).

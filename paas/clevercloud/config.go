@@ -22,13 +22,23 @@ const DefaultTimeout = 30 * time.Second
 const maxTimeout = 5 * time.Minute
 
 // DefaultRateLimitMax is the longest back-off after a rate limit without
-// Retry-After. It is short on purpose. Once the API recovers, a pending start goes
-// out within one back-off step, and every second of that step comes out of the
-// fail timeout of the requests held for the wake, which must also cover the app's
-// boot. A longer step would spare the API little: while the gate is closed the
-// whole driver sends one call per step, however many apps wait, and 5 s is the
-// job's fast tick, so a storm costs the API no more calls than a calm pass does.
+// Retry-After, when Config.RateLimitMaxBackoff is not set. It is short on purpose.
+// Once the API recovers, a pending start goes out within one back-off step, and
+// every second of that step comes out of the fail timeout of the requests held for
+// the wake, which must also cover the app's boot; a storm of n refusals in a row
+// costs a wake about n steps. A longer step would spare the API little: while the
+// gate is closed the whole driver sends one call per step, however many apps wait,
+// and 5 s is the job's fast tick, so a storm costs the API about as many calls as a
+// calm pass does.
 const DefaultRateLimitMax = 5 * time.Second
+
+// The bounds of Config.RateLimitMaxBackoff: no shorter than the first back-off
+// step, no longer than the former fixed cap (2 min), which outlasted the 90 s
+// fail timeout of held requests.
+const (
+	minRateLimitMax = time.Second
+	maxRateLimitMax = 2 * time.Minute
+)
 
 // Config is the driver's configuration, the YAML under paas.clevercloud:
 //
@@ -37,6 +47,7 @@ const DefaultRateLimitMax = 5 * time.Second
 //	oauth: {consumer_key: …, consumer_secret: …, token: …, secret: …}
 //	owner_id: orga_…                             # owner of apps whose route does not say
 //	timeout: 30s                                 # per HTTP call
+//	rate_limit_max_backoff: 5s                   # longest wait after a rate limit
 //
 // Exactly one of Token and OAuth is set.
 type Config struct {
@@ -45,6 +56,9 @@ type Config struct {
 	OAuth   *OAuth        `yaml:"oauth"`
 	OwnerID string        `yaml:"owner_id"`
 	Timeout conf.Duration `yaml:"timeout"`
+	// RateLimitMaxBackoff caps the back-off after a rate limit without
+	// Retry-After (DefaultRateLimitMax when zero).
+	RateLimitMaxBackoff conf.Duration `yaml:"rate_limit_max_backoff"`
 }
 
 // OAuth are OAuth 1 credentials: a consumer (an OAuth application) and a token of a
@@ -100,6 +114,13 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 	}
 	if c.Timeout.D() > maxTimeout {
 		errs.Add(conf.Key(path, "timeout"), "must be at most %s", maxTimeout)
+	}
+	switch d := c.RateLimitMaxBackoff.D(); {
+	case d != 0 && d < minRateLimitMax:
+		errs.Add(conf.Key(path, "rate_limit_max_backoff"), "must be at least %s (the first back-off step)", minRateLimitMax)
+	case d > maxRateLimitMax:
+		errs.Add(conf.Key(path, "rate_limit_max_backoff"),
+			"must be at most %s: a pending wake waits up to this long after the API recovers", maxRateLimitMax)
 	}
 }
 
@@ -164,4 +185,11 @@ func (c Config) timeout() time.Duration {
 		return c.Timeout.D()
 	}
 	return DefaultTimeout
+}
+
+func (c Config) rateLimitMax() time.Duration {
+	if c.RateLimitMaxBackoff.D() > 0 {
+		return c.RateLimitMaxBackoff.D()
+	}
+	return DefaultRateLimitMax
 }

@@ -65,6 +65,10 @@ func TestConfig_ErrorsWordForWord(t *testing.T) {
 			`paas.clevercloud.owner_id: "acme" is not an owner id (orga_… or user_…)`},
 		{"timeout", "token: t0ken\ntimeout: 10m",
 			"paas.clevercloud.timeout: must be at most 5m0s"},
+		{"back-off too short", "token: t0ken\nrate_limit_max_backoff: 500ms",
+			"paas.clevercloud.rate_limit_max_backoff: must be at least 1s (the first back-off step)"},
+		{"back-off too long", "token: t0ken\nrate_limit_max_backoff: 5m",
+			"paas.clevercloud.rate_limit_max_backoff: must be at most 2m0s: a pending wake waits up to this long after the API recovers"},
 		{"typo", "tokn: t0ken",
 			"paas.clevercloud.tokn: unknown key (did you mean \"token\"?)\n" +
 				"paas.clevercloud: a credential is required: set token (an API token) or oauth (OAuth 1 keys)"},
@@ -95,8 +99,9 @@ func TestConfig_ValidAndDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.baseURL() != BridgeURL || cfg.timeout() != DefaultTimeout || cfg.OwnerID != "user_1" || cfg.Token.Reveal() != "tok" {
-		t.Errorf("token config: %+v → %s %s", cfg, cfg.baseURL(), cfg.timeout())
+	if cfg.baseURL() != BridgeURL || cfg.timeout() != DefaultTimeout || cfg.OwnerID != "user_1" || cfg.Token.Reveal() != "tok" ||
+		cfg.rateLimitMax() != DefaultRateLimitMax {
+		t.Errorf("token config: %+v → %s %s %s", cfg, cfg.baseURL(), cfg.timeout(), cfg.rateLimitMax())
 	}
 	cfg, err = decodeConfig(t, `
 oauth:
@@ -105,11 +110,13 @@ oauth:
   token: ${CC_OAUTH_TOKEN}
   secret: ${CC_OAUTH_SECRET}
 timeout: 12
+rate_limit_max_backoff: 20s
 `, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.baseURL() != APIURL || cfg.timeout() != 12*time.Second || cfg.OAuth.Secret.Reveal() != "x" {
+	if cfg.baseURL() != APIURL || cfg.timeout() != 12*time.Second || cfg.OAuth.Secret.Reveal() != "x" ||
+		cfg.rateLimitMax() != 20*time.Second {
 		t.Errorf("oauth config: %+v", cfg)
 	}
 	cfg, err = decodeConfig(t, "token: tok\napi_url: http://127.0.0.1:7801/\n", env)
@@ -128,5 +135,23 @@ func TestNew_ValidatesAConfigBuiltInCode(t *testing.T) {
 	}
 	if _, err := New(Config{Token: "t0ken"}, Options{}); err != nil {
 		t.Errorf("valid config refused: %v", err)
+	}
+}
+
+func TestNew_RateLimitMaxBackoffCapsTheGate(t *testing.T) {
+	for _, c := range []struct {
+		set, opt, want time.Duration
+	}{
+		{0, 0, DefaultRateLimitMax},
+		{20 * time.Second, 0, 20 * time.Second},
+		{20 * time.Second, time.Second, time.Second}, // Options win: tests shorten the waits
+	} {
+		d, err := New(Config{Token: "t0ken", RateLimitMaxBackoff: conf.Duration(c.set)}, Options{RateLimitMax: c.opt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.gate.max != c.want {
+			t.Errorf("rate_limit_max_backoff %v, option %v: the gate caps at %v, want %v", c.set, c.opt, d.gate.max, c.want)
+		}
 	}
 }
