@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,9 @@ func (f *Fake) apiHandler(k hostKind) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
 		call := Call{Host: k.String(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-			App: appFromPath(r.URL.Path), At: f.opts.Now(), UserAgent: r.UserAgent(), Accept: r.Header.Get("Accept")}
+			App: appFromPath(r.URL.Path), At: f.opts.Now(), UserAgent: r.UserAgent(), Accept: r.Header.Get("Accept"),
+			ContentLength: r.ContentLength, TransferEncoding: slices.Clone(r.TransferEncoding),
+			ContentLengthHeader: slices.Clone(r.Header.Values("Content-Length"))}
 		defer func() {
 			call.Status = rec.status
 			if call.Status == 0 {
@@ -46,7 +49,7 @@ func (f *Fake) apiHandler(k hostKind) http.Handler {
 		// The calls take no body: read what came, so that the server watches the
 		// connection and cancels r.Context() when the client gives up (a slow
 		// answer must then have no effect).
-		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		call.BodyBytes, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
 		if msg := f.checkAuth(k, r); msg != "" {
 			if isV4(r) {
 				writeV4Error(rec, http.StatusUnauthorized, "clever.unauthorized", msg)

@@ -101,6 +101,14 @@ type Call struct {
 	Fault  string // the fault that answered, if any
 	// UserAgent and Accept are the request's headers of those names.
 	UserAgent, Accept string
+	// How the request framed its body, as the server read it: ContentLength
+	// (-1 when unknown, as when chunked), TransferEncoding, the Content-Length
+	// header lines as they came, and BodyBytes, the bytes of body that came.
+	// Every call of the API takes no body.
+	ContentLength       int64
+	TransferEncoding    []string
+	ContentLengthHeader []string
+	BodyBytes           int64
 }
 
 // Fake is a fake Clever Cloud. Its methods are safe for concurrent use.

@@ -1,6 +1,12 @@
 package fakeclever
 
 import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,5 +54,49 @@ func TestInspect_AppStatus(t *testing.T) {
 	}
 	if f.Starts("app_nope") != 0 || f.Restarts("app_nope") != 0 {
 		t.Error("counts for an unknown app")
+	}
+}
+
+// Each call records how its request framed the body, as it came on the wire.
+func TestInspect_CallsRecordTheBodyFraming(t *testing.T) {
+	f := startFake(t, Options{DeployDelay: time.Hour})
+	a := f.AddApp(App{Owner: testOrga, State: StateShouldBeDown})
+	path := "/v2/organisations/" + testOrga + "/applications/" + a.ID + "/instances"
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.BridgeURL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for _, req := range []string{
+		"POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: " + bearer(f) + "\r\nContent-Length: 0\r\n\r\n",
+		"DELETE " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: " + bearer(f) + "\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+		"GET " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: " + bearer(f) + "\r\n\r\n",
+	} {
+		if _, err := io.WriteString(conn, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	calls := f.Calls()
+	if len(calls) != 3 {
+		t.Fatalf("calls %+v", calls)
+	}
+	for i, want := range []Call{
+		{Method: "POST", ContentLength: 0, ContentLengthHeader: []string{"0"}},
+		{Method: "DELETE", ContentLength: -1, TransferEncoding: []string{"chunked"}, BodyBytes: 2},
+		{Method: "GET"},
+	} {
+		c := calls[i]
+		if c.Method != want.Method || c.ContentLength != want.ContentLength || c.BodyBytes != want.BodyBytes ||
+			!slices.Equal(c.TransferEncoding, want.TransferEncoding) || !slices.Equal(c.ContentLengthHeader, want.ContentLengthHeader) {
+			t.Errorf("call %d: %s length %d, transfer-encoding %q, Content-Length lines %q, %d body bytes; want %+v",
+				i, c.Method, c.ContentLength, c.TransferEncoding, c.ContentLengthHeader, c.BodyBytes, want)
+		}
 	}
 }
