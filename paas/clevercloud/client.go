@@ -146,7 +146,12 @@ func New(cfg Config, opts Options) (*Client, error) {
 	c.rc = resty.NewWithClient(hc).
 		SetLogger(restyLogger{log: log, redact: c.redact}).
 		SetDisableWarn(true).
-		SetResponseBodyLimit(maxBody)
+		SetResponseBodyLimit(maxBody).
+		// No call has a body. Without this, resty hands net/http an empty body
+		// of unknown length, and a POST goes out chunked: with it, the body is
+		// http.NoBody, so a POST says Content-Length: 0 and a GET or a DELETE
+		// carries no framing header (as RFC 9110 §8.6 asks).
+		SetContentLength(true)
 	return c, nil
 }
 

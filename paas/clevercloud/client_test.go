@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -181,4 +183,56 @@ func (c *manualClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// No call takes a body. A start (POST) says so with Content-Length: 0; a GET or
+// a DELETE, whose methods expect no body, with no framing header at all (RFC 9110
+// §8.6). Never chunked: an empty chunked body leaves its terminator on the
+// connection for a server that does not read it, and Go's transport then logs an
+// "Unsolicited response" outside the structured log. Checked at the wire, on both
+// hosts.
+func TestClient_RequestsWithoutABodyAreNotChunked(t *testing.T) {
+	for _, host := range []string{"bridge", "api"} {
+		t.Run(host, func(t *testing.T) {
+			e := newEnv(t, fakeclever.Options{}, func(f *fakeclever.Fake, c *Config, _ *Options) {
+				if host == "api" {
+					oauthConfig(f, c)
+				}
+			})
+			ctx := context.Background()
+			a := e.f.AddApp(fakeclever.App{Owner: orga, State: fakeclever.StateShouldBeDown})
+			app := paas.App{ID: a.ID, Owner: orga}
+			if err := e.c.Start(ctx, app); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.c.Observe(ctx, app); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.c.LastDeployment(ctx, app); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.c.ObserveAll(ctx, []paas.App{app}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.c.Stop(ctx, app); err != nil {
+				t.Fatal(err)
+			}
+			methods := map[string]bool{}
+			for _, c := range e.f.Calls() {
+				methods[c.Method] = true
+				wantLength := []string(nil)
+				if c.Method == http.MethodPost {
+					wantLength = []string{"0"}
+				}
+				if len(c.TransferEncoding) != 0 || c.ContentLength != 0 || c.BodyBytes != 0 ||
+					!slices.Equal(c.ContentLengthHeader, wantLength) {
+					t.Errorf("%s %s: transfer-encoding %q, length %d, Content-Length lines %q, %d body bytes; want no body, Content-Length lines %q",
+						c.Method, c.Path, c.TransferEncoding, c.ContentLength, c.ContentLengthHeader, c.BodyBytes, wantLength)
+				}
+			}
+			if !methods["GET"] || !methods["POST"] || !methods["DELETE"] {
+				t.Errorf("methods seen: %v", methods)
+			}
+		})
+	}
 }
