@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -46,6 +47,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) (string, bool
 		fmt.Fprintln(stderr, "reaper serve:", err)
 		return exitCode(2)
 	}
+	defer logThroughSlog(logger)()
 	cfg, err := loadConfig(*path, env)
 	if err != nil {
 		printConfigErrors(stderr, *path, err)
@@ -89,6 +91,23 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q is not a format (use text or json)", format)
+}
+
+// logThroughSlog makes logger the process's default, so that what the standard
+// library writes with the log package (net/http's Transport: "Unsolicited
+// response received on idle HTTP channel", …) goes through the node's handler,
+// as JSON with --log-format json, rather than raw on stderr. The returned function
+// puts back what was there before: tests run several nodes in one process.
+func logThroughSlog(logger *slog.Logger) (restore func()) {
+	prev, out, flags := slog.Default(), log.Writer(), log.Flags()
+	slog.SetDefault(logger)
+	return func() {
+		slog.SetDefault(prev)
+		// SetDefault leaves the log package's output as it is when prev is
+		// slog's own default handler (which writes through that output).
+		log.SetOutput(out)
+		log.SetFlags(flags)
+	}
 }
 
 func loadConfig(path string, env func(string) (string, bool)) (*config.Config, error) {
