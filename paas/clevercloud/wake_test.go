@@ -118,7 +118,7 @@ func newJob(t *testing.T, c paas.Client, appID string, failTimeout time.Duration
 	if err := errs.Err(); err != nil {
 		t.Fatal(err)
 	}
-	engine.Register("route", "route", &cfg)
+	engine.Register("route", "route", &cfg, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { store.Run(ctx) })
