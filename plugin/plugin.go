@@ -222,6 +222,16 @@ type bodyCloser struct {
 	io.Closer
 }
 
+// Status is the status of the answer written to the client so far: 0 before its
+// header (in an OnDone function, 0 means the request ended with no answer). It is
+// 0 outside the gateway.
+func (ex *Exchange) Status() int {
+	if ex.st == nil {
+		return 0
+	}
+	return ex.st.rec.status
+}
+
 // Finish runs the OnDone functions; the gateway calls it once per exchange.
 func (ex *Exchange) Finish() {
 	for i := len(ex.done) - 1; i >= 0; i-- {

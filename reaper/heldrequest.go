@@ -77,7 +77,7 @@ func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) holdResult {
 	if !ex.CanPark() {
 		return holds.wait(ex.Context(), a, p.MaxHeld, p.readyDelay, deadline)
 	}
-	ph := newParkedHold()
+	ph := newParkedHold(func() { holds.releaseEnded(a, true) })
 	h, res := holds.start(a, p.MaxHeld, p.readyDelay, deadline, ph.settle)
 	if h == nil {
 		return res
@@ -104,9 +104,20 @@ func resumedHold(ex *plugin.Exchange) *parkedHold {
 // was put back to sleep between its release and now).
 func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.Answer, done bool) {
 	switch res {
-	case holdReleased:
-		_, admitted := p.admit(ex)
-		return nil, admitted
+	case holdReleased, holdReady:
+		if _, admitted := p.admit(ex); !admitted {
+			if res == holdReleased {
+				p.engine.holds.releaseEnded(p.app, true) // asleep again: nothing went
+			}
+			return nil, false
+		}
+		if res == holdReleased {
+			// Its place in the release window is given back when the app's
+			// answer begins (TransformResponse), or when it ends without one.
+			ex.SetValue(releasedKey{}, &releasedPlace{})
+			ex.OnDone(func() { p.giveBackPlace(ex, false) })
+		}
+		return nil, true
 	case holdFailed:
 		return p.failedAnswer(ex), true
 	case holdTimedOut:
@@ -120,6 +131,22 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.
 	}
 }
 
+// releasedPlace is a released request's place in its app's release window.
+type releasedPlace struct{ given bool }
+
+type releasedKey struct{}
+
+// giveBackPlace gives back the place of a released request in its app's release
+// window, once; ok says whether the app answered it well.
+func (p *Plugin) giveBackPlace(ex *plugin.Exchange, ok bool) {
+	rp, _ := ex.Value(releasedKey{}).(*releasedPlace)
+	if rp == nil || rp.given {
+		return
+	}
+	rp.given = true
+	p.engine.holds.releaseEnded(p.app, ok)
+}
+
 // StatusClientClosed is the status logged for a held request whose client went
 // away before the app woke (nothing is written to the client).
 const StatusClientClosed = 499
@@ -128,7 +155,8 @@ const StatusClientClosed = 499
 // its result resumes the parked request, which reads it when the gateway runs the
 // plugin again; a request that could not be parked after all waits on ch.
 type parkedHold struct {
-	ch chan holdResult // capacity 1
+	ch   chan holdResult // capacity 1
+	lost func()          // gives back a release window's place when the client left as it was released
 
 	mu      sync.Mutex
 	pk      *plugin.Parked
@@ -136,7 +164,9 @@ type parkedHold struct {
 	settled bool
 }
 
-func newParkedHold() *parkedHold { return &parkedHold{ch: make(chan holdResult, 1)} }
+func newParkedHold(lost func()) *parkedHold {
+	return &parkedHold{ch: make(chan holdResult, 1), lost: lost}
+}
 
 // settle is the holder's done function.
 func (ph *parkedHold) settle(r holdResult) {
@@ -145,20 +175,29 @@ func (ph *parkedHold) settle(r holdResult) {
 	pk := ph.pk
 	ph.mu.Unlock()
 	if pk != nil {
-		pk.Resume() // false only when the client left: nobody to answer
+		ph.resume(pk, r)
 		return
 	}
 	ph.ch <- r
+}
+
+// resume resumes the parked request, whose hold ended with r. Resume is false
+// only when the client left: nobody to answer, and a release window's place to
+// give back.
+func (ph *parkedHold) resume(pk *plugin.Parked, r holdResult) {
+	if !pk.Resume() && r == holdReleased {
+		ph.lost()
+	}
 }
 
 // park attaches the parked request, resuming it at once if the hold ended already.
 func (ph *parkedHold) park(pk *plugin.Parked) {
 	ph.mu.Lock()
 	ph.pk = pk
-	settled := ph.settled
+	settled, r := ph.settled, ph.res
 	ph.mu.Unlock()
 	if settled {
-		pk.Resume()
+		ph.resume(pk, r)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // passed), a timer at the request's deadline, the node's shutdown, or the
 // request's end (cancel). Held requests wait on nothing of their own: one waiter
 // loop per app runs while any wait, however many they are, and releases them the
-// moment the app's record says it is up.
+// moment the app's record says it is up — oldest first, through the app's release
+// window (release.go), at the pace the app answers.
 type holds struct {
 	// lookout re-reads an app's record and asks again for its wake, at every
 	// pollInterval while requests wait, in case a notification was missed.
@@ -47,7 +48,8 @@ type appHolds struct {
 	poked   chan struct{} // capacity 1: wakes the waiter loop
 
 	holdMu  sync.Mutex
-	holders map[*holder]struct{} // the requests held on this node
+	queue   holdQueue     // the requests held on this node, oldest first
+	release releaseWindow // the pace of their release
 }
 
 func newHolds(l lookout, pollInterval time.Duration, maxHeld int, log *slog.Logger) *holds {
@@ -62,7 +64,8 @@ func (h *holds) shutdown() { h.stopOnce.Do(func() { close(h.stopping) }) }
 type holdResult int
 
 const (
-	holdReleased holdResult = iota // the app is up (and its ready delay passed)
+	holdReleased holdResult = iota // the app is up (and its ready delay passed); a place of its release window is taken
+	holdReady                      // the app was ready when the request came, and nothing waited before it
 	holdFailed                     // the app went to Error
 	holdTimedOut                   // the fail timeout passed
 	holdGone                       // the client went away
@@ -78,6 +81,7 @@ type holder struct {
 	timer      *time.Timer      // fires at the request's deadline
 	done       func(holdResult) // told how the hold ended; never called under a lock
 	settled    bool             // under appHolds.holdMu
+	prev, next *holder          // in appHolds.queue, under appHolds.holdMu
 }
 
 // start makes the request wait for the app: until it is up plus readyDelay, in
@@ -94,7 +98,16 @@ func (h *holds) start(a *app, maxHeld int, readyDelay time.Duration, deadline ti
 	}
 	now := time.Now()
 	if res, ok := holdOutcome(a.rec.Load(), a.upSeen.Load(), readyDelay, deadline, now); ok {
-		return nil, res
+		if res != holdReleased {
+			return nil, res
+		}
+		a.holdMu.Lock()
+		queued := a.queue.head != nil
+		a.holdMu.Unlock()
+		if !queued {
+			return nil, holdReady
+		}
+		// Others wait to be released: this one waits behind them.
 	}
 	if !now.Before(deadline) {
 		return nil, holdTimedOut
@@ -104,10 +117,7 @@ func (h *holds) start(a *app, maxHeld int, readyDelay time.Duration, deadline ti
 	}
 	r := &holder{readyDelay: readyDelay, deadline: deadline, done: done}
 	a.holdMu.Lock()
-	if a.holders == nil {
-		a.holders = make(map[*holder]struct{})
-	}
-	a.holders[r] = struct{}{}
+	a.queue.push(r)
 	r.timer = time.AfterFunc(time.Until(deadline), func() {
 		if h.cancel(a, r) {
 			r.done(holdTimedOut)
@@ -139,7 +149,10 @@ func (h *holds) cancel(a *app, r *holder) bool {
 		return false
 	}
 	r.settled = true
-	delete(a.holders, r)
+	a.queue.remove(r)
+	if a.queue.head == nil {
+		a.release.done()
+	}
 	a.holdMu.Unlock()
 	r.timer.Stop()
 	h.drop(a)
@@ -210,8 +223,9 @@ func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, deadline, 
 }
 
 // settle ends the holds whose outcome is known: all of them when shutting down,
-// the ready ones when the app is up, all of them when it is in Error. It returns
-// when the next holder will be ready (zero if none waits for that).
+// all of them when the app is in Error, and when it is up the ready ones, oldest
+// first, as many as its release window has room for. It returns when the next
+// holder will be ready (zero if none waits for that).
 func (h *holds) settle(a *app, now time.Time, shutdown bool) (next time.Time) {
 	rec := a.rec.Load()
 	if !shutdown && (rec == nil || (rec.Status != StatusUp && rec.Status != StatusError)) {
@@ -224,7 +238,7 @@ func (h *holds) settle(a *app, now time.Time, shutdown bool) (next time.Time) {
 	}
 	var out []ended
 	a.holdMu.Lock()
-	for r := range a.holders {
+	for r := a.queue.head; r != nil; {
 		res, ok := holdShutdown, true
 		if !shutdown {
 			res, ok = holdOutcome(rec, upSeen, r.readyDelay, r.deadline, now)
@@ -233,11 +247,20 @@ func (h *holds) settle(a *app, now time.Time, shutdown bool) (next time.Time) {
 			if at := time.Unix(0, upSeen).Add(r.readyDelay); next.IsZero() || at.Before(next) {
 				next = at
 			}
+			r = r.next
 			continue
 		}
+		if res == holdReleased && !a.release.take() {
+			break // the window is full: the next one goes when a released one ends
+		}
 		r.settled = true
-		delete(a.holders, r)
+		following := r.next
+		a.queue.remove(r)
 		out = append(out, ended{r, res})
+		r = following
+	}
+	if a.queue.head == nil {
+		a.release.done()
 	}
 	a.holdMu.Unlock()
 	for _, x := range out {
@@ -246,6 +269,53 @@ func (h *holds) settle(a *app, now time.Time, shutdown bool) (next time.Time) {
 		x.r.done(x.res)
 	}
 	return next
+}
+
+// releaseEnded gives back the place of a released request in its app's release
+// window, once the request ended; ok says whether the app answered it well (a
+// status below 500). It wakes the waiter loop, which may release more.
+func (h *holds) releaseEnded(a *app, ok bool) {
+	a.holdMu.Lock()
+	a.release.ended(ok)
+	a.holdMu.Unlock()
+	a.poke()
+}
+
+// holdQueue is the requests held for one app, oldest first: a list linked
+// through the holders, so that a client that leaves is taken out at once. It is
+// changed under appHolds.holdMu; its length may be read at any time.
+type holdQueue struct {
+	head, tail *holder
+	n          atomic.Int64
+}
+
+// waiting reports whether requests wait in the queue; it takes no lock.
+func (q *holdQueue) waiting() bool { return q.n.Load() > 0 }
+
+func (q *holdQueue) push(r *holder) {
+	q.n.Add(1)
+	r.prev, r.next = q.tail, nil
+	if q.tail != nil {
+		q.tail.next = r
+	} else {
+		q.head = r
+	}
+	q.tail = r
+}
+
+func (q *holdQueue) remove(r *holder) {
+	q.n.Add(-1)
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		q.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		q.tail = r.prev
+	}
+	r.prev, r.next = nil, nil
 }
 
 // wait holds the request on the caller's goroutine until the hold ends or ctx

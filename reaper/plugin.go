@@ -105,6 +105,11 @@ func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 // the protocol table: nil (and no error) lets it go to the app.
 func (p *Plugin) respond(ex *plugin.Exchange, k requestKind, st Status) (*plugin.Answer, error) {
 	v := answerFor(k, st, p.AllowWaitingPage, p.APIBehavior)
+	if v.reply == replyForward && p.app.queue.waiting() {
+		// The app is up, but requests held for it are still being released at
+		// its pace: this one waits its turn behind them.
+		return p.holdThenAdmit(ex)
+	}
 	switch v.reply {
 	case replyForward, replyForwardQuiet:
 		admit := p.admit
@@ -172,7 +177,10 @@ func (p *Plugin) TransformRequest(_ *plugin.Exchange, out *http.Request) error {
 // have been stopped from outside).
 func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) error {
 	nr := p.engine.opts.NotReadyYet
-	if nr == nil || !nr(resp) {
+	notReady := nr != nil && nr(resp)
+	// A released request: its answer begins.
+	p.giveBackPlace(ex, !notReady && resp.StatusCode < http.StatusInternalServerError)
+	if !notReady {
 		return nil
 	}
 	a := p.app

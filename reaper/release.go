@@ -1,0 +1,67 @@
+package reaper
+
+// A crowd of held requests is released at the pace its app can take, not all at
+// once: an app that just booted, with a small listen backlog, would see thousands
+// of connections arrive together, drop some, and answer late enough for their
+// requests to time out; and the gateway would hold every released request's
+// buffers at the same moment. The release window works as TCP's slow start: it
+// lets releaseWindowStart requests go, one more each time one of them is
+// answered well (so it doubles with each round of answers), up to
+// releaseWindowMax; an answer that is not (a status of 500 or more, or none)
+// halves it, after which it grows by one per window of good answers.
+
+const (
+	// releaseWindowStart is how many held requests an app gets at once when it
+	// wakes: few enough for the smallest listen backlog.
+	releaseWindowStart = 8
+	// releaseWindowMax bounds the requests released to one app and not yet
+	// answered, on this node.
+	releaseWindowMax = 1024
+)
+
+// releaseWindow is one app's release pace; its methods are called under the
+// app's holdMu. The zero value is a fresh window.
+type releaseWindow struct {
+	size      int // released requests that may be under way at once; 0: fresh
+	inFlight  int // released, not ended yet
+	threshold int // past it the window grows by one per window of good answers
+	acked     int // good answers counted toward that next step
+}
+
+// take takes a place for one more released request, if the window has room.
+func (w *releaseWindow) take() bool {
+	if w.size == 0 {
+		*w = releaseWindow{size: releaseWindowStart, threshold: releaseWindowMax}
+	}
+	if w.inFlight >= w.size {
+		return false
+	}
+	w.inFlight++
+	return true
+}
+
+// ended gives a place back; ok says whether the app answered well.
+func (w *releaseWindow) ended(ok bool) {
+	if w.size == 0 { // the window started afresh since (see done): nothing to give back
+		return
+	}
+	w.inFlight = max(w.inFlight-1, 0)
+	switch {
+	case !ok:
+		w.threshold = max(w.size/2, releaseWindowStart)
+		w.size, w.acked = w.threshold, 0
+	case w.size < w.threshold:
+		w.size++ // slow start: one more per good answer
+	default:
+		if w.acked++; w.acked >= w.size {
+			w.size, w.acked = w.size+1, 0
+		}
+	}
+	w.size = min(w.size, releaseWindowMax)
+}
+
+// done starts the window afresh, for the app's next wake, once nothing is held
+// for it any more: the requests released last give their places back to nobody
+// (ended ignores them), and a place that was never given back (a request lost on
+// its way) is not lost beyond this wake.
+func (w *releaseWindow) done() { *w = releaseWindow{} }
