@@ -114,7 +114,8 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.
 		if res == holdReleased {
 			// Its place in the release window is given back when the app's
 			// answer begins (TransformResponse), or when it ends without one.
-			ex.SetValue(releasedKey{}, &releasedPlace{})
+			crowded := p.engine.holds.held.Load() > p.engine.holds.crowdedAbove && ex.Request.ProtoMajor == 1
+			ex.SetValue(releasedKey{}, &releasedPlace{closeAfter: crowded})
 			ex.OnDone(func() { p.giveBackPlace(ex, false) })
 		}
 		return nil, true
@@ -132,19 +133,24 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.
 }
 
 // releasedPlace is a released request's place in its app's release window.
-type releasedPlace struct{ given bool }
+type releasedPlace struct {
+	given      bool
+	closeAfter bool // released from a crowd: its connection closes after the answer
+}
 
 type releasedKey struct{}
 
 // giveBackPlace gives back the place of a released request in its app's release
-// window, once; ok says whether the app answered it well.
-func (p *Plugin) giveBackPlace(ex *plugin.Exchange, ok bool) {
+// window, once; ok says whether the app answered it well. It returns the place,
+// nil for a request that was not released.
+func (p *Plugin) giveBackPlace(ex *plugin.Exchange, ok bool) *releasedPlace {
 	rp, _ := ex.Value(releasedKey{}).(*releasedPlace)
 	if rp == nil || rp.given {
-		return
+		return nil
 	}
 	rp.given = true
 	p.engine.holds.releaseEnded(p.app, ok)
+	return rp
 }
 
 // StatusClientClosed is the status logged for a held request whose client went

@@ -25,7 +25,10 @@ type holds struct {
 	// maxHeld bounds the requests held on this node, all apps together (each
 	// app is also bounded by its routes' max_held); 0 means no bound.
 	maxHeld int
-	log     *slog.Logger
+	// crowdedAbove: past this many held requests on the node, a released
+	// request's connection closes after its answer (defaultCrowdedAbove).
+	crowdedAbove int64
+	log          *slog.Logger
 
 	held     atomic.Int64 // requests held on this node, all apps
 	full     throttle     // logs that maxHeld was reached
@@ -53,7 +56,8 @@ type appHolds struct {
 }
 
 func newHolds(l lookout, pollInterval time.Duration, maxHeld int, log *slog.Logger) *holds {
-	return &holds{lookout: l, pollInterval: pollInterval, maxHeld: maxHeld, log: log, stopping: make(chan struct{})}
+	return &holds{lookout: l, pollInterval: pollInterval, maxHeld: maxHeld, crowdedAbove: defaultCrowdedAbove,
+		log: log, stopping: make(chan struct{})}
 }
 
 // shutdown settles every hold at once (holdShutdown) and refuses new ones.

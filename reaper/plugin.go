@@ -179,7 +179,9 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 	nr := p.engine.opts.NotReadyYet
 	notReady := nr != nil && nr(resp)
 	// A released request: its answer begins.
-	p.giveBackPlace(ex, !notReady && resp.StatusCode < http.StatusInternalServerError)
+	if rp := p.giveBackPlace(ex, !notReady && resp.StatusCode < http.StatusInternalServerError); rp != nil && rp.closeAfter {
+		resp.Header.Set("Connection", "close")
+	}
 	if !notReady {
 		return nil
 	}

@@ -15,8 +15,17 @@ const (
 	// wakes: few enough for the smallest listen backlog.
 	releaseWindowStart = 8
 	// releaseWindowMax bounds the requests released to one app and not yet
-	// answered, on this node.
-	releaseWindowMax = 1024
+	// answered, on this node: enough to keep a fast app busy (its answers come
+	// back within milliseconds), few enough that the requests under way cost the
+	// node a few MiB.
+	releaseWindowMax = 256
+	// defaultCrowdedAbove is how many requests the node holds, all apps
+	// together, past which a released request's connection is closed after its
+	// answer (holds.crowdedAbove): an idle keep-alive connection costs the node
+	// more (a goroutine and net/http's buffers, about 16 KiB) than a parked
+	// request, and ten thousand of them left open by a released crowd would cost
+	// it more than holding them did.
+	defaultCrowdedAbove = 1000
 )
 
 // releaseWindow is one app's release pace; its methods are called under the

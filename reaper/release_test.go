@@ -109,6 +109,8 @@ func TestHold_ACrowdIsReleasedOldestFirstAtTheAppsPace(t *testing.T) {
 			})
 			rig := &holdRig{}
 			rig.start(t, parking, "{app_id: app, ready_delay: 0, max_held: 100}", app.URL)
+			rig.engine.holds.crowdedAbove = 10
+			var closed atomic.Int64 // answers that closed their connection
 
 			answers := make(chan string, n+1)
 			get := func(path string) {
@@ -119,6 +121,9 @@ func TestHold_ACrowdIsReleasedOldestFirstAtTheAppsPace(t *testing.T) {
 				}
 				b, _ := io.ReadAll(res.Body)
 				res.Body.Close()
+				if res.Close {
+					closed.Add(1)
+				}
 				answers <- fmt.Sprintf("%d %s", res.StatusCode, b)
 			}
 			for i := range n { // one at a time, so that their order is known
@@ -144,6 +149,11 @@ func TestHold_ACrowdIsReleasedOldestFirstAtTheAppsPace(t *testing.T) {
 			}
 			if len(bad) > 0 {
 				t.Fatalf("answers that are not the app's: %q", bad)
+			}
+			// Released while the node held more than 10: their connections close
+			// after the answer; the last ones keep theirs.
+			if c := closed.Load(); c < releaseWindowStart || c > n+1-10 {
+				t.Errorf("%d answers closed their connection, want those released from the crowd only (between %d and %d)", c, releaseWindowStart, n+1-10)
 			}
 			mu.Lock()
 			defer mu.Unlock()
