@@ -201,7 +201,7 @@ func (t *TLS) Validate(path string, errs *conf.Errors) {
 		if file == "" {
 			errs.Add(conf.Key(path, key), "is required with tls")
 		} else if _, err := os.Stat(file); err != nil {
-			errs.Add(conf.Key(path, key), "%s cannot be read: %s", strconv.Quote(file), statReason(err))
+			errs.Add(conf.Key(path, key), "%s", conf.Unreadable(file, err))
 		}
 	}
 }
@@ -274,11 +274,4 @@ func checkAddr(s, path string, errs *conf.Errors) {
 	if strings.ContainsAny(host, " /") {
 		errs.Add(path, "%s has no valid host", strconv.Quote(s))
 	}
-}
-
-func statReason(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
