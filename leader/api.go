@@ -26,7 +26,10 @@ type API struct {
 
 // Internal returns the handler of the calls nodes make to each other, signed
 // with the cluster secret (not the admin token). A call whose signature is
-// missing, wrong or outside SignatureWindow gets 401.
+// missing, wrong or outside SignatureWindow gets 401. When the cluster has TLS,
+// a call must also come over TLS with a client certificate that the CAs signed
+// (the admin listener's AdminConfig checks it when one is sent): one without
+// gets 403, before its signature is looked at.
 //
 //	POST   /internal/asks/{app}      a wake ask: 202 on the leader, 421 elsewhere
 //	POST   /internal/members         {"id", "raft_addr", "api_addr"}: add a voter (leader only, 421 elsewhere)
@@ -40,8 +43,12 @@ func (a *API) Internal() http.Handler {
 	mux.HandleFunc("DELETE /internal/members/{id}", func(w http.ResponseWriter, r *http.Request) {
 		a.removeMember(w, r, false)
 	})
-	secret := a.Node.cfg.Secret
+	secret, needCert := a.Node.cfg.Secret, a.Node.cfg.TLS != nil
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if needCert && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+			httpjson.Error(w, http.StatusForbidden, "internal calls need a client certificate signed by the cluster's CA (cluster.tls.ca)")
+			return
+		}
 		if !Verify(r, secret, time.Now()) {
 			httpjson.Error(w, http.StatusUnauthorized, "internal calls must be signed with the cluster secret")
 			return

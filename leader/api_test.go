@@ -47,6 +47,13 @@ type apiCluster struct {
 
 func newAPICluster(t *testing.T, n int) *apiCluster {
 	t.Helper()
+	return newAPIClusterWith(t, n, nil)
+}
+
+// newAPIClusterWith is newAPICluster where the node of each id in tlsOf has that TLS, for Raft and for its
+// API, which it then serves over HTTPS.
+func newAPIClusterWith(t *testing.T, n int, tlsOf map[string]*TLS) *apiCluster {
+	t.Helper()
 	srvs := make([]*httptest.Server, n)
 	apiAddrs := make([]string, n)
 	for i := range srvs {
@@ -54,7 +61,7 @@ func newAPICluster(t *testing.T, n int) *apiCluster {
 		t.Cleanup(srvs[i].Close)
 		apiAddrs[i] = srvs[i].Listener.Addr().String()
 	}
-	ac := &apiCluster{cluster: newClusterAt(t, apiAddrs), apis: map[string]*API{}, asks: map[string]*askRecorder{}, logs: &logtest.Buffer{}}
+	ac := &apiCluster{cluster: newClusterWith(t, apiAddrs, tlsOf), apis: map[string]*API{}, asks: map[string]*askRecorder{}, logs: &logtest.Buffer{}}
 	for i, p := range ac.peers {
 		ac.asks[p.ID] = &askRecorder{}
 		api := ac.serveAPI(ac.nodes[p.ID], ac.asks[p.ID])
@@ -63,7 +70,12 @@ func newAPICluster(t *testing.T, n int) *apiCluster {
 		mux.Handle("/api/cluster", api.Admin())
 		mux.Handle("/api/cluster/", api.Admin())
 		srvs[i].Config.Handler = mux
-		srvs[i].Start()
+		if tlsOf[p.ID] == nil {
+			srvs[i].Start()
+			continue
+		}
+		srvs[i].TLS = tlsOf[p.ID].AdminConfig()
+		srvs[i].StartTLS()
 	}
 	return ac
 }
@@ -145,7 +157,7 @@ func TestAPI_AskReachesTheLeadersJobOnly(t *testing.T) {
 	// Signed internal asks, over the network: a follower refuses, the leader takes it.
 	path := "/internal/asks/" + url.PathEscape("app one")
 	for _, id := range ac.ids() {
-		code, body, err := Call(ctx, ac.apiAddr(id), testSecret, "POST", path, nil)
+		code, body, err := ac.nodes[id].node.Call(ctx, ac.apiAddr(id), "POST", path, nil)
 		wantCode, wantBody := 421, jsonError("this node is not the leader")
 		if id == lead.cfg.NodeID {
 			wantCode, wantBody = 202, ""

@@ -46,8 +46,12 @@ type Config struct {
 	// Peers is the initial membership. A node listed here bootstraps the cluster with exactly this list the
 	// first time it starts on an empty DataDir; afterwards the list only seeds the id → API address map.
 	Peers []Peer
-	// Secret authenticates every Raft connection (HMAC-SHA256 challenge–response). Required.
+	// Secret authenticates every Raft connection (HMAC-SHA256 challenge–response) and internal call.
+	// Required.
 	Secret []byte
+	// TLS, when set, encrypts Raft connections and internal calls with mutual TLS (see TLS); API.Internal
+	// then also refuses calls without a client certificate the cluster's CAs signed. Nil: plain TCP and HTTP.
+	TLS *TLS
 	// DataDir holds the Raft log, the stable store (bolt) and snapshots under DataDir/raft.
 	DataDir string
 	Logger  *slog.Logger

@@ -25,9 +25,14 @@
 // Every Raft connection starts with a mutual challenge–response: each side sends a random nonce and proves
 // knowledge of the cluster secret with an HMAC-SHA256 over both nonces and both node ids, under a deadline.
 // A connection that fails is closed and logged (remote address, never the secret), so a host that can reach
-// the Raft port but lacks the secret can neither vote nor append entries. The secret is required. Only the
-// opening of a connection is authenticated: Raft traffic is neither encrypted nor integrity-protected after
-// it, so keep the Raft port on a private network.
+// the Raft port but lacks the secret can neither vote nor append entries. The secret is required.
+//
+// With Config.TLS (see TLS), every Raft connection is a TLS 1.3 connection first, both ends checking the
+// other's certificate against the cluster's CAs (the dialer also checks that it names the host dialled),
+// and the challenge–response and Raft's traffic run inside it; internal calls go over HTTPS the same way.
+// Without it, only the opening of a Raft connection is authenticated: Raft traffic is neither encrypted nor
+// integrity-protected after it, and internal calls are signed but readable, so the Raft port and the admin
+// listener must then stay on a private network.
 //
 // # Bootstrap
 //

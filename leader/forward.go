@@ -22,6 +22,9 @@ import (
 // and the body's SHA-256. A signature is valid for SignatureWindow around the
 // receiver's clock; within it, a replay can only repeat the very same call, which
 // every internal call tolerates (asks and membership changes are idempotent).
+// When the cluster has TLS, internal calls also go over HTTPS, with the calling
+// node's certificate: the signature still proves the cluster secret, and TLS keeps
+// the call private and proves both hosts (see TLS).
 
 // HeaderSignature is the header that carries an internal call's signature.
 const HeaderSignature = "X-Reaper-Cluster-Signature"
@@ -76,9 +79,27 @@ func mac(secret []byte, req *http.Request, ts string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// forwardClient bounds internal calls: they are small and a peer that does not
-// answer quickly is treated as unreachable.
-var forwardClient = &http.Client{Timeout: 5 * time.Second}
+// callTimeout bounds internal calls: they are small and a peer that does not answer quickly is treated as
+// unreachable.
+const callTimeout = 5 * time.Second
+
+// caller makes a node's signed internal calls: over HTTPS with the node's certificate when the cluster has
+// TLS (the peer's certificate must then name the host of its API address), over HTTP otherwise.
+type caller struct {
+	secret []byte
+	scheme string
+	client *http.Client
+}
+
+func newCaller(secret []byte, t *TLS) *caller {
+	c := &caller{secret: secret, scheme: "http", client: &http.Client{Timeout: callTimeout}}
+	if t != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = t.clientConfig("") // the transport names the URL's host
+		c.scheme, c.client.Transport = "https", tr
+	}
+	return c
+}
 
 // Forward sends a signed internal call to the current leader's API address and
 // returns its answer's status and body (bounded to 1 MiB). It returns ErrNoLeader
@@ -89,20 +110,26 @@ func (n *Node) Forward(ctx context.Context, method, path string, body []byte) (i
 	if !ok || addr == "" {
 		return 0, nil, ErrNoLeader
 	}
-	return Call(ctx, addr, n.cfg.Secret, method, path, body)
+	return n.Call(ctx, addr, method, path, body)
 }
 
-// Call sends a signed internal call to the node at apiAddr (host:port).
-func Call(ctx context.Context, apiAddr string, secret []byte, method, path string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+apiAddr+path, bytes.NewReader(body))
+// Call sends a signed internal call to the node at apiAddr (host:port), over
+// HTTPS when the cluster has TLS, and returns its answer's status and body
+// (bounded to 1 MiB). It blocks for 5 s at most.
+func (n *Node) Call(ctx context.Context, apiAddr, method, path string, body []byte) (int, []byte, error) {
+	return n.caller.call(ctx, apiAddr, method, path, body)
+}
+
+func (c *caller) call(ctx context.Context, apiAddr, method, path string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+apiAddr+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	Sign(req, body, secret, time.Now())
-	resp, err := forwardClient.Do(req)
+	Sign(req, body, c.secret, time.Now())
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("leader: internal call to %s: %w", apiAddr, err)
 	}

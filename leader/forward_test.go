@@ -90,11 +90,11 @@ func TestCall_SignsTheRequest(t *testing.T) {
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	code, body, err := Call(context.Background(), addr, secret, "POST", "/internal/x", nil)
+	code, body, err := newCaller(secret, nil).call(context.Background(), addr, "POST", "/internal/x", nil)
 	if err != nil || code != 200 || string(body) != "ok" {
 		t.Errorf("signed: %d %q %v", code, body, err)
 	}
-	code, _, _ = Call(context.Background(), addr, []byte("wrong secret wrong secret"), "POST", "/internal/x", nil)
+	code, _, _ = newCaller([]byte("wrong secret wrong secret"), nil).call(context.Background(), addr, "POST", "/internal/x", nil)
 	if code != 401 {
 		t.Errorf("wrong secret: %d, want 401", code)
 	}

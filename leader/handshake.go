@@ -33,6 +33,8 @@ const (
 	roleDialer                   = "dialer"
 	roleListener                 = "listener"
 	handshakeLabel               = "reaper raft handshake v1"
+	// tlsHandshakeRecord is the first byte a TLS client sends: a peer with cluster.tls dialled a node without.
+	tlsHandshakeRecord byte = 0x16
 )
 
 // ErrHandshake is wrapped by every error of the connection handshake: the peer did not prove the cluster
@@ -140,6 +142,9 @@ func readHello(r io.Reader) (nonce []byte, id string, err error) {
 	var head [helloHeaderSize]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return nil, "", err
+	}
+	if head[0] == tlsHandshakeRecord {
+		return nil, "", fmt.Errorf("unsupported handshake version %d (a TLS handshake: is cluster.tls set on this node too?)", head[0])
 	}
 	if head[0] != handshakeVersion {
 		return nil, "", fmt.Errorf("unsupported handshake version %d", head[0])

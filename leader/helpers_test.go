@@ -95,6 +95,12 @@ func newCluster(t *testing.T, n int) *cluster {
 // newClusterAt is newCluster with one node per API address, named n1, n2, … in that order.
 func newClusterAt(t *testing.T, apiAddrs []string) *cluster {
 	t.Helper()
+	return newClusterWith(t, apiAddrs, nil)
+}
+
+// newClusterWith is newClusterAt where the node of each id in tlsOf has that TLS.
+func newClusterWith(t *testing.T, apiAddrs []string, tlsOf map[string]*TLS) *cluster {
+	t.Helper()
 	c := &cluster{t: t, nodes: make(map[string]*testNode)}
 	t.Cleanup(c.close)
 	lns := make([]net.Listener, len(apiAddrs))
@@ -107,7 +113,9 @@ func newClusterAt(t *testing.T, apiAddrs []string) *cluster {
 		})
 	}
 	for i, p := range c.peers {
-		c.start(c.config(p.ID, c.peers, testSecret), lns[i])
+		cfg := c.config(p.ID, c.peers, testSecret)
+		cfg.TLS = tlsOf[p.ID]
+		c.start(cfg, lns[i])
 	}
 	return c
 }

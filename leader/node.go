@@ -32,6 +32,8 @@ const (
 	storeOpenTimeout = 2 * time.Second
 	// defaultOpTimeout bounds enqueueing a Raft operation when the caller's ctx has no deadline.
 	defaultOpTimeout = 10 * time.Second
+	// certWarnBefore is how long before this node's certificate expires a start logs a warning.
+	certWarnBefore = 30 * 24 * time.Hour
 )
 
 var (
@@ -44,11 +46,12 @@ var (
 
 // Node is this process's member of the Raft cluster. Its methods are safe for concurrent use.
 type Node struct {
-	cfg   Config
-	log   *slog.Logger
-	raft  *raft.Raft
-	store *raftboltdb.BoltStore
-	dir   *directory
+	cfg    Config
+	log    *slog.Logger
+	raft   *raft.Raft
+	store  *raftboltdb.BoltStore
+	dir    *directory
+	caller *caller // internal calls to other nodes
 
 	notifyCh  chan bool
 	lead      *leadership
@@ -105,6 +108,12 @@ func start(c Config, ln net.Listener) (_ *Node, err error) {
 	log := c.Logger.With("node_id", c.NodeID)
 	if len(c.Secret) < shortSecretLen {
 		log.Warn("leader: cluster secret is short; use at least 16 random bytes", "min_len", shortSecretLen)
+	}
+	if c.TLS != nil {
+		if left := time.Until(c.TLS.NotAfter()); left < certWarnBefore {
+			log.Warn("leader: this node's cluster certificate expires soon: renew it (cluster.tls.cert) and restart the node",
+				"not_after", c.TLS.NotAfter().UTC().Format(time.RFC3339), "left", left.Round(time.Minute))
+		}
 	}
 	hlog := newHCLogger(log, "raft")
 	dir := filepath.Join(c.DataDir, "raft")
@@ -171,9 +180,17 @@ func openStores(dir string, hlog *hclogLogger) (_ raftStores, err error) {
 	return raftStores{bolt: store, logs: logs, snaps: snaps, existing: existing}, nil
 }
 
-// newTransport is Raft's transport on ln, whose connections authenticate with the cluster's secret.
+// newTransport is Raft's transport on ln, whose connections authenticate with the cluster's secret, inside
+// TLS when c.TLS is set.
 func newTransport(ln net.Listener, c Config, log *slog.Logger, hlog *hclogLogger) *raft.NetworkTransport {
-	stream := newAuthStream(ln, c.Advertise, c.Secret, c.NodeID, defaultHandshakeTimeout, log)
+	stream := newAuthStream(ln, streamOptions{
+		Advertise: c.Advertise,
+		Secret:    c.Secret,
+		ID:        c.NodeID,
+		Timeout:   defaultHandshakeTimeout,
+		TLS:       c.TLS,
+		Log:       log,
+	})
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: transportPool,
@@ -189,6 +206,7 @@ func newNode(c Config, log *slog.Logger, store *raftboltdb.BoltStore) *Node {
 		log:       log,
 		store:     store,
 		dir:       newDirectory(c.Peers),
+		caller:    newCaller(c.Secret, c.TLS),
 		notifyCh:  make(chan bool, notifyBuffer),
 		lead:      newLeadership(),
 		runSem:    make(chan struct{}, 1),
@@ -259,6 +277,7 @@ func (n *Node) Shutdown() error {
 		close(n.stopWatch)
 		<-n.watchDone
 		n.bg.Wait()
+		n.caller.client.CloseIdleConnections()
 		n.shutdownErr = errors.Join(err, n.store.Close())
 		if n.shutdownErr != nil {
 			n.shutdownErr = fmt.Errorf("leader: shutdown: %w", n.shutdownErr)

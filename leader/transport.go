@@ -21,8 +21,10 @@ const (
 	maxAcceptBackoff = time.Second
 )
 
-// authStream is the raft.StreamLayer of a node: plain TCP where every connection, in either direction, must
-// pass the handshake of handshake.go before Raft sees it.
+// authStream is the raft.StreamLayer of a node: TCP where every connection, in either direction, must pass
+// the handshake of handshake.go before Raft sees it. With TLS, each connection is a TLS connection first
+// (see TLS): a peer whose certificate the CAs did not sign is refused before any byte of the handshake, and
+// the handshake and Raft's traffic run inside TLS.
 //
 // Handshakes of incoming connections run in their own goroutines (at most maxPendingHandshakes), so a slow
 // or silent peer delays nobody else; Accept returns only connections that passed.
@@ -32,6 +34,7 @@ type authStream struct {
 	secret    []byte
 	id        string
 	timeout   time.Duration
+	tls       *TLS // nil: plain TCP
 	log       *slog.Logger
 
 	accepted chan net.Conn
@@ -46,16 +49,26 @@ type authStream struct {
 
 var _ raft.StreamLayer = (*authStream)(nil)
 
-// newAuthStream serves the handshake on ln in the background until Close. advertise is the address reported
-// to Raft as ours; timeout bounds each handshake.
-func newAuthStream(ln net.Listener, advertise string, secret []byte, id string, timeout time.Duration, log *slog.Logger) *authStream {
+// streamOptions configure an authStream.
+type streamOptions struct {
+	Advertise string // the address reported to Raft as ours
+	Secret    []byte
+	ID        string        // this node's id
+	Timeout   time.Duration // bounds each handshake (TLS's and then ours, each)
+	TLS       *TLS          // nil: plain TCP
+	Log       *slog.Logger
+}
+
+// newAuthStream serves the handshake on ln in the background until Close.
+func newAuthStream(ln net.Listener, o streamOptions) *authStream {
 	s := &authStream{
 		ln:        ln,
-		advertise: advertisedAddr(advertise),
-		secret:    secret,
-		id:        id,
-		timeout:   timeout,
-		log:       log,
+		advertise: advertisedAddr(o.Advertise),
+		secret:    o.Secret,
+		id:        o.ID,
+		timeout:   o.Timeout,
+		tls:       o.TLS,
+		log:       o.Log,
 		accepted:  make(chan net.Conn, acceptedQueue),
 		slots:     make(chan struct{}, maxPendingHandshakes),
 		closed:    make(chan struct{}),
@@ -77,8 +90,9 @@ func (s *authStream) Accept() (net.Conn, error) {
 	}
 }
 
-// Dial connects to address and runs the handshake as the dialer. It blocks for at most timeout to connect
-// plus the handshake timeout. Errors wrap ErrHandshake when the peer could not be authenticated.
+// Dial connects to address and runs the handshakes as the dialer: TLS's, when the stream has TLS (the
+// listener's certificate must name address's host), then ours. It blocks for at most timeout to connect
+// plus the handshake timeouts. Errors wrap ErrHandshake when the peer could not be authenticated.
 func (s *authStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	select {
 	case <-s.closed:
@@ -86,12 +100,22 @@ func (s *authStream) Dial(address raft.ServerAddress, timeout time.Duration) (ne
 	default:
 	}
 	d := net.Dialer{Timeout: timeout}
-	conn, err := d.Dial("tcp", string(address))
+	raw, err := d.Dial("tcp", string(address))
 	if err != nil {
 		return nil, err
 	}
+	conn := raw
+	if s.tls != nil {
+		if conn, err = s.tls.dial(raw, string(address), s.timeout); err != nil {
+			_ = raw.Close()
+			return nil, fmt.Errorf("dial %s: %w", address, err)
+		}
+	}
 	if _, err := dialHandshake(conn, s.secret, s.id, s.timeout); err != nil {
 		_ = conn.Close()
+		if s.tls != nil {
+			err = explainTLS(err)
+		}
 		return nil, fmt.Errorf("dial %s: %w", address, err)
 	}
 	return conn, nil
@@ -162,18 +186,19 @@ func (s *authStream) acceptLoop() {
 	}
 }
 
-// authenticate runs the listener's handshake on conn and queues it for Accept, or closes it and logs one line.
-func (s *authStream) authenticate(conn net.Conn) {
+// authenticate runs the listener's handshakes on raw (TLS's when the stream has TLS, then ours) and queues
+// the connection for Accept, or closes it and logs one line.
+func (s *authStream) authenticate(raw net.Conn) {
 	defer s.wg.Done()
 	defer func() { <-s.slots }()
-	peerID, err := acceptHandshake(conn, s.secret, s.id, s.timeout)
-	s.untrack(conn)
+	conn, peerID, err := s.handshake(raw)
+	s.untrack(raw)
 	if err != nil {
-		_ = conn.Close()
+		_ = raw.Close()
 		if s.isClosed() {
 			return
 		}
-		args := []any{"remote_addr", conn.RemoteAddr().String(), "error", err}
+		args := []any{"remote_addr", raw.RemoteAddr().String(), "error", err}
 		if peerID != "" {
 			args = append(args, "claimed_id", peerID)
 		}
@@ -185,6 +210,20 @@ func (s *authStream) authenticate(conn net.Conn) {
 	case <-s.closed:
 		_ = conn.Close()
 	}
+}
+
+// handshake runs the listener's handshakes on raw and returns the connection Raft may use and the peer's
+// id (claimed, possibly before failing, for the log line; authenticated only when err is nil).
+func (s *authStream) handshake(raw net.Conn) (net.Conn, string, error) {
+	conn := raw
+	if s.tls != nil {
+		var err error
+		if conn, err = s.tls.accept(raw, s.timeout); err != nil {
+			return nil, "", err
+		}
+	}
+	peerID, err := acceptHandshake(conn, s.secret, s.id, s.timeout)
+	return conn, peerID, err
 }
 
 // track records conn as inside the handshake; false when the stream is already closed.

@@ -17,9 +17,17 @@ import (
 
 func newTestStream(t *testing.T, secret []byte, id string, timeout time.Duration) (*authStream, *logtest.Buffer) {
 	t.Helper()
+	return newTLSStream(t, secret, id, timeout, nil)
+}
+
+// newTLSStream is newTestStream with tls (nil: plain TCP).
+func newTLSStream(t *testing.T, secret []byte, id string, timeout time.Duration, tls *TLS) (*authStream, *logtest.Buffer) {
+	t.Helper()
 	logs := &logtest.Buffer{}
 	ln := listen(t)
-	s := newAuthStream(ln, ln.Addr().String(), secret, id, timeout, logs.Logger(slog.LevelInfo))
+	s := newAuthStream(ln, streamOptions{
+		Advertise: ln.Addr().String(), Secret: secret, ID: id, Timeout: timeout, TLS: tls, Log: logs.Logger(slog.LevelInfo),
+	})
 	t.Cleanup(func() { _ = s.Close() })
 	return s, logs
 }
