@@ -1,10 +1,14 @@
 package config
 
 import (
+	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
@@ -38,10 +42,73 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 		if c.PaaS.Driver == DriverProcess {
 			errs.Add("paas.driver", "process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud)")
 		}
+		if c.Cluster.TLS != nil {
+			c.checkClusterTLS(errs)
+		}
 	}
 
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
 	c.checkReaperApps(d, errs)
+}
+
+// checkClusterTLS loads cluster.tls as the node will at start, and checks that
+// its certificate names the hosts the other nodes dial to reach this node: they
+// refuse it otherwise (see leader.TLS).
+func (c *Config) checkClusterTLS(errs *conf.Errors) {
+	t := c.Cluster.TLS
+	loaded, err := leader.LoadTLS(t.Cert, t.Key, t.CA)
+	if err != nil {
+		errs.AddError("cluster.tls", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, a := range c.dialledAddrs() {
+		host, _, err := net.SplitHostPort(a.addr)
+		if err != nil || seen[host] {
+			continue // a bad address is reported at its own path
+		}
+		seen[host] = true
+		if !loaded.Covers(host) {
+			names := "no host"
+			if n := loaded.Names(); len(n) > 0 {
+				names = strings.Join(n, ", ")
+			}
+			errs.Add("cluster.tls.cert", "does not name %s, the host of %s, which the other nodes dial (it names %s)", host, a.path, names)
+		}
+	}
+}
+
+// addrAt is an address of the configuration and its path.
+type addrAt struct{ path, addr string }
+
+// dialledAddrs are the addresses the other nodes dial to reach this node, when
+// the file says them: its raft_addr and api_addr in cluster.peers; for a node not
+// in its own peers (one that waits to join), cluster.advertise (else
+// cluster.raft_listen) and node.admin_listen, unless they listen on every address.
+func (c *Config) dialledAddrs() []addrAt {
+	for i, p := range c.Cluster.Peers {
+		if p.ID == c.Node.ID {
+			pp := conf.Index("cluster.peers", i)
+			return []addrAt{{conf.Key(pp, "raft_addr"), p.RaftAddr}, {conf.Key(pp, "api_addr"), p.APIAddr}}
+		}
+	}
+	raft := addrAt{"cluster.raft_listen", c.Cluster.RaftListen}
+	if c.Cluster.Advertise != "" {
+		raft = addrAt{"cluster.advertise", c.Cluster.Advertise}
+	}
+	var out []addrAt
+	for _, a := range []addrAt{raft, {"node.admin_listen", c.Node.AdminListen}} {
+		if host, _, err := net.SplitHostPort(a.addr); err == nil && !anyAddress(host) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// anyAddress reports whether a listen address's host means every address.
+func anyAddress(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	return host == "" || err == nil && ip.IsUnspecified()
 }
 
 // checkReaperApps checks that every route with the reaper plugin names an app the

@@ -94,6 +94,18 @@ type Cluster struct {
 	Advertise string      `yaml:"advertise"`
 	Secret    conf.Secret `yaml:"secret"`
 	Peers     []Peer      `yaml:"peers"`
+	// TLS encrypts Raft and the internal API with mutual TLS, and puts the
+	// admin listener on HTTPS. Without it, both travel in plaintext.
+	TLS *ClusterTLS `yaml:"tls"`
+}
+
+// ClusterTLS is the cluster's mutual TLS: this node's certificate and key, and
+// the CAs that sign the certificate of every node. Checked when the file is
+// loaded, as the node will use it (config/check.go).
+type ClusterTLS struct {
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	CA   string `yaml:"ca"`
 }
 
 // Peer is one member of the cluster.
