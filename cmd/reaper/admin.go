@@ -12,8 +12,8 @@ import (
 
 // adminHandler serves the admin listener: /healthz and /readyz for anyone (load
 // balancers, orchestrators), /internal/ for the other nodes of a cluster (signed
-// with the cluster secret; nil on a single node), everything else only with the
-// admin token.
+// with the cluster secret, and with cluster.tls from a client certificate of the
+// cluster's CA; nil on a single node), everything else only with the admin token.
 func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	if internal != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/reapergw/reaper/config"
 	"github.com/reapergw/reaper/leader"
 )
 
@@ -22,7 +24,9 @@ const clusterUsage = `Usage:
 
 The commands talk to the admin listener of the node whose configuration FILE is
 (node.admin_listen, with node.admin_token); that node forwards membership changes
-to the leader.
+to the leader. With cluster.tls, they talk HTTPS and trust cluster.tls.ca; the
+node's certificate must name the host of its api_addr in cluster.peers (else the
+host of node.admin_listen, 127.0.0.1 when it listens on every address).
 `
 
 // clusterCmd asks the node of a configuration for the cluster's status, or to
@@ -102,12 +106,53 @@ func nodeAdmin(path string, env func(string) (string, bool), stderr io.Writer) (
 		fmt.Fprintln(stderr, "reaper cluster: the node needs node.admin_listen and node.admin_token for these commands")
 		return adminClient{}, exitCode(1)
 	}
+	a, err := newAdminClient(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "reaper cluster: %v\n", err)
+		return adminClient{}, exitCode(1)
+	}
+	return a, nil
+}
+
+// newAdminClient is a client of the node's admin listener: over HTTPS, trusting
+// cluster.tls.ca, when the cluster has TLS.
+func newAdminClient(cfg *config.Config) (adminClient, error) {
 	host, port, _ := net.SplitHostPort(cfg.Node.AdminListen)
 	// A node listening on every address is asked on loopback.
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	return adminClient{base: "http://" + net.JoinHostPort(host, port), token: cfg.Node.AdminToken.Reveal()}, nil
+	addr := net.JoinHostPort(host, port)
+	a := adminClient{base: "http://" + addr, token: cfg.Node.AdminToken.Reveal(), client: http.DefaultClient}
+	if cfg.Cluster == nil || cfg.Cluster.TLS == nil {
+		return a, nil
+	}
+	cas, err := leader.LoadCAs(cfg.Cluster.TLS.CA)
+	if err != nil {
+		return adminClient{}, fmt.Errorf("cluster.tls.ca: %w", err)
+	}
+	a.base = "https://" + addr
+	a.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		RootCAs:    cas,
+		ServerName: adminName(cfg, host),
+	}}}
+	return a, nil
+}
+
+// adminName is the name the node's certificate is checked against: the host the
+// other nodes dial for its API (its api_addr in cluster.peers), which the
+// configuration check makes sure it names; for a node not in its own peers, the
+// host dialled.
+func adminName(cfg *config.Config, dialled string) string {
+	for _, p := range cfg.Cluster.Peers {
+		if p.ID == cfg.Node.ID {
+			if host, _, err := net.SplitHostPort(p.APIAddr); err == nil {
+				return host
+			}
+		}
+	}
+	return dialled
 }
 
 // clusterReq is the admin API call that a cluster command makes.
@@ -143,8 +188,9 @@ func clusterRequest(sub string, f clusterFlags, stderr io.Writer) (clusterReq, e
 
 // adminClient calls a node's admin API.
 type adminClient struct {
-	base  string // http://host:port
-	token string
+	base   string // http://host:port, or https:// with cluster.tls
+	token  string
+	client *http.Client
 }
 
 // call sends the request, with body as JSON unless it is nil, and returns the
@@ -162,7 +208,7 @@ func (a adminClient) call(ctx context.Context, method, p string, body any) (int,
 		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := a.client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

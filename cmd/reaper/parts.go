@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/config"
+	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/clevercloud"
@@ -31,7 +32,10 @@ type parts struct {
 	engine *reaper.Engine
 	job    *reaper.Job
 	leader *leader.Node // nil on a single node
-	log    *slog.Logger
+	// clusterTLS is the cluster's mutual TLS, which the admin listener serves
+	// too; nil without cluster.tls.
+	clusterTLS *leader.TLS
+	log        *slog.Logger
 
 	closers []func() error
 	runners []func(ctx context.Context)
@@ -138,11 +142,21 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 }
 
 // joinCluster starts this node's Raft member, when the configuration names a
-// cluster.
+// cluster, with its TLS when cluster.tls is set.
 func (p *parts) joinCluster(_ context.Context, cfg *config.Config) error {
 	c := cfg.Cluster
 	if c == nil {
 		return nil
+	}
+	warnPlaintextCluster(p.log, cfg)
+	if c.TLS != nil {
+		t, err := leader.LoadTLS(c.TLS.Cert, c.TLS.Key, c.TLS.CA)
+		if err != nil {
+			var errs conf.Errors
+			errs.AddError("cluster.tls", err)
+			return errs.Err()
+		}
+		p.clusterTLS = t
 	}
 	peers := make([]leader.Peer, len(c.Peers))
 	for i, pc := range c.Peers {
@@ -154,6 +168,7 @@ func (p *parts) joinCluster(_ context.Context, cfg *config.Config) error {
 		Advertise:  c.Advertise,
 		Peers:      peers,
 		Secret:     []byte(c.Secret.Reveal()),
+		TLS:        p.clusterTLS,
 		DataDir:    cfg.Node.DataDir,
 		Logger:     p.log.With("part", "raft"),
 	})

@@ -244,7 +244,8 @@ func (n *node) serveGateway(ln net.Listener, tlsConfig *tls.Config) {
 	n.serve(n.gwServer, ln, "gateway", scheme)
 }
 
-// serveAdmin serves health, the admin API and the cluster's internal calls on ln.
+// serveAdmin serves health, the admin API and the cluster's internal calls on ln,
+// over HTTPS with the node's certificate when the cluster has TLS.
 func (n *node) serveAdmin(ln net.Listener) {
 	n.admin = &http.Server{
 		Handler:           adminHandler(n.cfg.Node.AdminToken, n.ready, n.adminAPI(), n.internal()),
@@ -253,7 +254,13 @@ func (n *node) serveAdmin(ln net.Listener) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelDebug),
 	}
-	n.serve(n.admin, ln, "admin", "http")
+	scheme := "http"
+	if t := n.parts.clusterTLS; t != nil {
+		// /internal/ then also needs a client certificate of the cluster's CA
+		// (leader.API.Internal); operators and /healthz need none.
+		n.admin.TLSConfig, scheme = t.AdminConfig(), "https"
+	}
+	n.serve(n.admin, ln, "admin", scheme)
 	if !n.cfg.Node.AdminToken.IsSet() {
 		n.log.Warn("the admin API is off: node.admin_token is not set; the admin listener serves /healthz and /readyz only")
 	}
