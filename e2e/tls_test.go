@@ -1,57 +1,25 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/reapergw/reaper/internal/certtest"
 )
 
-// selfSigned writes a certificate for 127.0.0.1 and its key into dir.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+// gatewayCert writes a certificate for 127.0.0.1 and tls.test and its key into
+// dir, and returns the pool of the CA that signed it.
+func gatewayCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "reaper test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"tls.test"},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	cert, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
+	ca := certtest.NewCA(t, "reaper test CA")
+	pair := ca.Issue(t, "reaper test", certtest.Options{IPs: []string{"127.0.0.1"}, DNS: []string{"tls.test"}})
+	certFile, keyFile = pair.Files(t, dir, "gateway")
+	return certFile, keyFile, ca.Pool()
 }
 
 func TestServe_TLSWithHTTP2(t *testing.T) {
@@ -60,7 +28,7 @@ func TestServe_TLSWithHTTP2(t *testing.T) {
 	}))
 	defer backend.Close()
 	dir := t.TempDir()
-	certFile, keyFile, pool := selfSigned(t, dir)
+	certFile, keyFile, pool := gatewayCert(t, dir)
 	cfg := strings.Replace(gatewayConfig(route("a", "tls.test", backend.URL)),
 		"  shutdown_timeout: 20s\n", "  shutdown_timeout: 20s\n  tls: {cert: "+certFile+", key: "+keyFile+"}\n", 1)
 	p := startReaper(t, dir, cfg)
