@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reapergw/reaper/internal/certtest"
 	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/internal/redistest"
 	"github.com/reapergw/reaper/internal/testwait"
@@ -47,6 +49,8 @@ type clusterNode struct {
 	id, raftAddr, apiAddr string
 	dir                   string
 	p                     *reaperProc
+	// With TLS: its cluster.tls files.
+	certFile, keyFile, caFile string
 }
 
 // clusterEnv is a fake Clever Cloud, a redis-server and reaper nodes.
@@ -59,6 +63,11 @@ type clusterEnv struct {
 	apps   []clusterApp
 	ids    map[string]string // app name → app id
 	nodes  []*clusterNode
+	// With TLS: the cluster's CA, its file, and a client of the admin listeners
+	// that trusts it; nil without.
+	ca     *certtest.CA
+	caFile string
+	admin  *http.Client
 }
 
 // clusterClever are the fake's timings: short, each phase long enough for the
@@ -77,8 +86,24 @@ func clusterRandom(prefix string) string {
 // size nodes that bootstrap one cluster together.
 func newCluster(t *testing.T, opts fakeclever.Options, size int, apps ...clusterApp) *clusterEnv {
 	t.Helper()
+	return newClusterWith(t, opts, size, nil, apps...)
+}
+
+// newTLSCluster is newCluster with cluster.tls: ca signs every node's
+// certificate, for 127.0.0.1.
+func newTLSCluster(t *testing.T, opts fakeclever.Options, size int, ca *certtest.CA, apps ...clusterApp) *clusterEnv {
+	t.Helper()
+	return newClusterWith(t, opts, size, ca, apps...)
+}
+
+func newClusterWith(t *testing.T, opts fakeclever.Options, size int, ca *certtest.CA, apps ...clusterApp) *clusterEnv {
+	t.Helper()
 	e := &clusterEnv{t: t, apps: apps, ids: map[string]string{},
-		token: clusterRandom("cc-cluster-token-"), secret: clusterRandom("cluster-secret-")}
+		token: clusterRandom("cc-cluster-token-"), secret: clusterRandom("cluster-secret-"), admin: clusterClient}
+	if ca != nil {
+		e.ca, e.caFile = ca, certtest.Write(t, t.TempDir(), "ca.crt", ca.PEM)
+		e.admin = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+	}
 	e.redis = redistest.Start(t, redistest.Options{Persist: true})
 	opts.Token = e.token
 	e.fake = fakeclever.New(opts)
@@ -105,9 +130,22 @@ func newCluster(t *testing.T, opts fakeclever.Options, size int, apps ...cluster
 }
 
 // newNode picks the node's Raft and admin ports (its peers need them before it
-// starts) and its directory.
+// starts) and its directory; with TLS, it makes its certificate.
 func (e *clusterEnv) newNode(id string) *clusterNode {
-	return &clusterNode{id: id, raftAddr: freeport.Addr(e.t), apiAddr: freeport.Addr(e.t), dir: e.t.TempDir()}
+	n := &clusterNode{id: id, raftAddr: freeport.Addr(e.t), apiAddr: freeport.Addr(e.t), dir: e.t.TempDir()}
+	if e.ca != nil {
+		n.certFile, n.keyFile = e.ca.Issue(e.t, id, certtest.Options{}).Files(e.t, n.dir, id)
+		n.caFile = e.caFile
+	}
+	return n
+}
+
+// adminURL is the URL of path on the node's admin listener.
+func (e *clusterEnv) adminURL(n *clusterNode, path string) string {
+	if e.ca != nil {
+		return "https://" + n.apiAddr + path
+	}
+	return "http://" + n.apiAddr + path
 }
 
 // start runs reaper for n with peers as its cluster.peers, and waits until it serves.
@@ -157,6 +195,9 @@ cluster:
 	}
 	for _, p := range peers {
 		fmt.Fprintf(&b, "    - {id: %s, raft_addr: %q, api_addr: %q}\n", p.id, p.raftAddr, p.apiAddr)
+	}
+	if n.certFile != "" {
+		fmt.Fprintf(&b, "  tls: {cert: %q, key: %q, ca: %q}\n", n.certFile, n.keyFile, n.caFile)
 	}
 	fmt.Fprintf(&b, `paas:
   driver: clevercloud
@@ -231,9 +272,9 @@ var clusterClient = &http.Client{Timeout: 5 * time.Second}
 // status is GET /api/cluster on the node's admin listener.
 func (e *clusterEnv) status(n *clusterNode) (leader.Status, error) {
 	var st leader.Status
-	req, _ := http.NewRequest("GET", "http://"+n.apiAddr+"/api/cluster", nil)
+	req, _ := http.NewRequest("GET", e.adminURL(n, "/api/cluster"), nil)
 	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
-	resp, err := clusterClient.Do(req)
+	resp, err := e.admin.Do(req)
 	if err != nil {
 		return st, err
 	}
@@ -433,9 +474,9 @@ func (e *clusterEnv) checkOneStart(name string) {
 // adminInFlight is the in-flight count of GET /api/apps/{id} on the node's admin
 // API, -1 when it cannot be read.
 func (e *clusterEnv) adminInFlight(n *clusterNode, name string) int {
-	req, _ := http.NewRequest("GET", "http://"+n.apiAddr+"/api/apps/"+e.ids[name], nil)
+	req, _ := http.NewRequest("GET", e.adminURL(n, "/api/apps/"+e.ids[name]), nil)
 	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
-	resp, err := clusterClient.Do(req)
+	resp, err := e.admin.Do(req)
 	if err != nil {
 		return -1
 	}
