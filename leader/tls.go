@@ -186,10 +186,16 @@ func (t *TLS) NotAfter() time.Time { return t.cert.Leaf.NotAfter }
 // TLS 1.2 or later, a client certificate optional but, when one is sent, checked against the CAs. API.Internal
 // refuses a call that came without a checked client certificate.
 func (t *TLS) AdminConfig() *tls.Config {
+	return t.serverConfig(tls.VersionTLS12, tls.VerifyClientCertIfGiven)
+}
+
+// serverConfig is the configuration of a listener that presents this node's certificate, and checks its
+// clients' certificates against the CAs as auth says.
+func (t *TLS) serverConfig(minVersion uint16, auth tls.ClientAuthType) *tls.Config {
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
+		MinVersion:   minVersion,
 		Certificates: []tls.Certificate{t.cert},
-		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientAuth:   auth,
 		ClientCAs:    t.cas,
 	}
 }
@@ -208,20 +214,10 @@ func (t *TLS) clientConfig(serverName string) *tls.Config {
 	}
 }
 
-// raftServerConfig is the configuration of the Raft listener: TLS 1.3, a client certificate signed by the
-// CAs required.
-func (t *TLS) raftServerConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{t.cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    t.cas,
-	}
-}
-
-// accept runs the TLS handshake of an incoming Raft connection, under timeout. Errors wrap ErrHandshake.
+// accept runs the TLS handshake of an incoming Raft connection, under timeout: TLS 1.3, a client certificate
+// signed by the CAs required. Errors wrap ErrHandshake.
 func (t *TLS) accept(conn net.Conn, timeout time.Duration) (net.Conn, error) {
-	return handshakeTLS(tls.Server(conn, t.raftServerConfig()), timeout)
+	return handshakeTLS(tls.Server(conn, t.serverConfig(tls.VersionTLS13, tls.RequireAndVerifyClientCert)), timeout)
 }
 
 // dial runs the TLS handshake of a Raft connection to address (host:port), under timeout: the listener's
