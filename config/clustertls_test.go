@@ -2,7 +2,6 @@ package config
 
 import (
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/certtest"
-	"github.com/reapergw/reaper/internal/conf"
 )
 
 // clusterFile is a valid cluster configuration of node n1, whose addresses are raft and api, with tls as
@@ -26,23 +24,6 @@ cluster:
   peers: [{id: n1, raft_addr: %q, api_addr: %q}, {id: n2, raft_addr: "127.0.0.2:7000", api_addr: "127.0.0.2:9090"}]
   tls: %s
 `, api, raft, raft, api, tls)
-}
-
-func problems(t *testing.T, src string) []string {
-	t.Helper()
-	_, err := Parse([]byte(src), env(nil))
-	if err == nil {
-		return nil
-	}
-	var list conf.List
-	if !errors.As(err, &list) {
-		t.Fatalf("err = %v, want a list of problems", err)
-	}
-	var got []string
-	for _, e := range list {
-		got = append(got, e.Error())
-	}
-	return got
 }
 
 func TestParse_ClusterTLS(t *testing.T) {

@@ -140,20 +140,30 @@ routes:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.src), env(nil))
-			var list conf.List
-			if !errors.As(err, &list) {
-				t.Fatalf("err = %v, want a list of problems", err)
-			}
-			var got []string
-			for _, e := range list {
-				got = append(got, e.Error())
-			}
+			got := problems(t, tc.src)
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
 	}
+}
+
+// problems parses src and returns its problems, one line each; none for a valid file.
+func problems(t *testing.T, src string) []string {
+	t.Helper()
+	_, err := Parse([]byte(src), env(nil))
+	if err == nil {
+		return nil
+	}
+	var list conf.List
+	if !errors.As(err, &list) {
+		t.Fatalf("err = %v, want a list of problems", err)
+	}
+	var got []string
+	for _, e := range list {
+		got = append(got, e.Error())
+	}
+	return got
 }
 
 func TestParse_SecretsFromTheEnvironmentStayHidden(t *testing.T) {
