@@ -54,8 +54,8 @@ type Options struct {
 	// Persist turns on the append-only file (fsync on every write), so data written
 	// before Stop, Kill or Restart is there after the restart.
 	Persist bool
-	// TLS makes the server speak TLS only, with a self-signed certificate for
-	// 127.0.0.1 that Server.TLSConfig trusts.
+	// TLS makes the server speak TLS only, with a certificate for 127.0.0.1 that
+	// Server.TLSConfig trusts.
 	TLS bool
 }
 
@@ -91,9 +91,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s := &Server{t: t, path: path, opts: opts, dir: t.TempDir()}
 	s.conf = filepath.Join(s.dir, "redis.conf")
 	if opts.TLS {
-		if s.cert, err = newServerCert(s.dir); err != nil {
-			t.Fatalf("redistest: certificate: %v", err)
-		}
+		s.cert = newServerCert(t, s.dir)
 	}
 	t.Cleanup(s.cleanup)
 
