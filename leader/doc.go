@@ -15,7 +15,8 @@
 // # HTTP API
 //
 // API serves two things on a node's admin listener: the internal calls other nodes make (wake asks and
-// membership changes, signed with the cluster secret, see Sign and Verify), which only the leader takes
+// membership changes, signed with the cluster secret, see Sign and Verify, and with Config.TLS sent over
+// HTTPS with the calling node's certificate), which only the leader takes
 // and any other node refuses with 421; and the operator's /api/cluster endpoints, which the admin listener
 // puts behind its token and which a node that does not lead forwards to the leader. Asker is the sending
 // half of wake asks. The package declares AskHandler, the one method of the reaper's job it calls.

@@ -54,7 +54,8 @@ func TestLoadTLS_ReadsAPairAndItsCA(t *testing.T) {
 	}
 }
 
-// streamPair is a listening stream a and a stream b that dials it, each with its own TLS.
+// dialStreams starts a listening stream a and a stream b that dials it, each with its own TLS, and returns
+// them, a's log once b's dial is done (with its refusal, when the dial failed) and b's dial error.
 func dialStreams(t *testing.T, aTLS, bTLS *TLS) (a, b *authStream, aLogs string, dialErr error) {
 	t.Helper()
 	a, logs := newTLSStream(t, testSecret, "a", time.Second, aTLS)
@@ -73,11 +74,10 @@ func dialStreams(t *testing.T, aTLS, bTLS *TLS) (a, b *authStream, aLogs string,
 
 func TestAuthStream_TLSCarriesTheHandshakeAndRaft(t *testing.T) {
 	ca := certtest.NewCA(t, "cluster CA")
-	a, b, _, err := dialStreams(t, tlsFrom(t, ca, certtest.Options{}, ca), tlsFrom(t, ca, certtest.Options{}, ca))
+	a, _, _, err := dialStreams(t, tlsFrom(t, ca, certtest.Options{}, ca), tlsFrom(t, ca, certtest.Options{}, ca))
 	if err != nil {
 		t.Fatalf("dial between two nodes of one CA: %v", err)
 	}
-	_ = b
 	in := acceptOne(a, 5*time.Second)
 	if in == nil {
 		t.Fatal("the connection was not accepted")
@@ -203,8 +203,7 @@ func TestCluster_TLSElectsALeaderAndForwardsAnAsk(t *testing.T) {
 
 	// Raft listens for TLS only: a node without TLS is refused, and the leader says why.
 	plain, _ := newTestStream(t, testSecret, "plain", time.Second)
-	leaderRaft := raft.ServerAddress(lead.node.Status().Members[slices.IndexFunc(lead.node.Status().Members, func(m Member) bool { return m.ID == lead.cfg.NodeID })].RaftAddr)
-	if _, err := plain.Dial(leaderRaft, time.Second); err == nil {
+	if _, err := plain.Dial(raft.ServerAddress(lead.node.cfg.Advertise), time.Second); err == nil {
 		t.Error("a node without TLS opened a Raft connection to the leader")
 	}
 	testwait.For(t, 5*time.Second, "the leader to refuse the plain node", func() bool {
