@@ -847,6 +847,17 @@ func TestCluster_JoinAndRemoveANode(t *testing.T) {
 	if st.ID != lead.ID {
 		t.Errorf("the leader changed from %s to %s when n4 joined", lead.ID, st.ID)
 	}
+	// n4 knows the leader from its first AppendEntries, which it may refuse (its
+	// log is empty) before the leader sends the entries that list the members.
+	testwait.For(t, 10*time.Second, "every node to list n1..n4", func() bool {
+		for _, n := range all {
+			st, err := e.status(n)
+			if err != nil || !slices.Equal(members(st), []string{"n1", "n2", "n3", "n4"}) {
+				return false
+			}
+		}
+		return true
+	})
 	for _, n := range all {
 		st, err := e.status(n)
 		if err != nil {
