@@ -230,6 +230,7 @@ func (t *TLS) dial(conn net.Conn, address string, timeout time.Duration) (net.Co
 	return handshakeTLS(tls.Client(conn, t.clientConfig(host)), timeout)
 }
 
+// handshakeTLS runs c's TLS handshake under timeout, and clears the deadline after it.
 func handshakeTLS(c *tls.Conn, timeout time.Duration) (net.Conn, error) {
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return nil, fmt.Errorf("%w: set deadline: %w", ErrHandshake, err)
