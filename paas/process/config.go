@@ -17,7 +17,7 @@ import (
 const (
 	DefaultStopSignal    = "SIGTERM"
 	DefaultStopTimeout   = 10 * time.Second
-	DefaultReadyInterval = 25 * time.Millisecond
+	DefaultReadyInterval = 25 * time.Millisecond // the steady one, reached 4.6 s after a start (probeInterval)
 	// MinReadyInterval keeps a typo (1ns) from turning the probe into a busy loop.
 	MinReadyInterval = 5 * time.Millisecond
 )
@@ -68,7 +68,9 @@ type ReadyConfig struct {
 	// HTTP (URL): ready once a GET answers with a status below 500. Redirects are
 	// not followed (a 3xx counts as ready).
 	HTTP string `yaml:"http"`
-	// Interval between two probes while the app starts. 0 means
+	// Interval is the steady interval between two probes while the app starts,
+	// reached a few seconds after the start: the probes of the first second come
+	// every 2 ms, then less and less often (see probeInterval). 0 means
 	// DefaultReadyInterval.
 	Interval conf.Duration `yaml:"interval"`
 }

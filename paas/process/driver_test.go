@@ -74,8 +74,9 @@ func TestDriver_StartBecomesReadyAndIsPushed(t *testing.T) {
 			break
 		}
 	}
-	// The probe runs every 25ms: a generous bound, so that a loaded machine does not
-	// fail it, that polling every second or so would still break.
+	// The probe runs every 2ms at first (probeLoop's tests check the schedule): a
+	// generous bound, so that a loaded machine does not fail it, that polling every
+	// second or so would still break.
 	lag := readyAt.Sub(openAt)
 	t.Logf("readiness pushed %s after the port opened", lag)
 	if lag > 400*time.Millisecond {

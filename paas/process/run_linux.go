@@ -173,24 +173,14 @@ func openLog(path string) (*os.File, int64, error) {
 	return f, fi.Size(), nil
 }
 
-// probeUntilReady probes every interval until the app is ready or ctx ends (stop,
-// exit, Close).
+// probeUntilReady probes the app on the readiness schedule (probeLoop) until it is
+// ready or ctx ends (stop, exit, Close).
 func (d *Driver) probeUntilReady(ctx context.Context, a *app, p *proc) {
 	defer close(p.probeDone)
 	s := &a.spec
-	t := time.NewTimer(s.interval)
-	defer t.Stop()
-	for {
-		if d.probe.ready(ctx, s.readyTCP, s.readyHTTP) {
-			d.markReady(a, p)
-			return
-		}
-		t.Reset(s.interval)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	probe := func(ctx context.Context) probeResult { return d.probe.probe(ctx, s.readyTCP, s.readyHTTP) }
+	if probeLoop(ctx, p.started, s.interval, probe) {
+		d.markReady(a, p)
 	}
 }
 
