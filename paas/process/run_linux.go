@@ -193,8 +193,10 @@ func (d *Driver) markReady(a *app, p *proc) {
 	p.ready = true
 	a.set(paas.StateShouldBeUp, &paas.Deployment{State: paas.DeploymentOK, Action: "DEPLOY", At: p.started})
 	a.mu.Unlock()
-	d.log.Info("app ready", "app", a.spec.id, "pid", p.pid, "after", since(p.started))
+	// Watchers first: held requests wait for what they do next; the log line can
+	// wait for them.
 	d.notify(a.spec.id)
+	d.log.Info("app ready", "app", a.spec.id, "pid", p.pid, "after", since(p.started))
 }
 
 // beginStop signals the group and arms the SIGKILL; a.mu must be held.
