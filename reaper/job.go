@@ -249,7 +249,10 @@ func (j *Job) targets(ctx context.Context, full bool, ids map[string]bool) []tar
 		}
 		out = append(out, target{app: m.App, name: m.Name, policy: m.Policy, managed: true})
 	}
-	if full {
+	// The stored records are read for the apps no route manages; a look at asked
+	// apps that routes manage (a wake ask, the driver's news that an app is ready)
+	// needs none of them, and does not wait for that read.
+	if full && (ids == nil || anyUnknown(ids, known)) {
 		recs, err := j.opts.Store.Records(ctx)
 		if err != nil {
 			j.apiErr.log(j.log, "reading records failed", err)
@@ -263,6 +266,16 @@ func (j *Job) targets(ctx context.Context, full bool, ids map[string]bool) []tar
 		}
 	}
 	return out
+}
+
+// anyUnknown reports whether an id of ids is not in known.
+func anyUnknown(ids, known map[string]bool) bool {
+	for id := range ids {
+		if !known[id] {
+			return true
+		}
+	}
+	return false
 }
 
 // schedule runs the app's step in a worker, unless one runs already: then the step

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -417,6 +418,56 @@ func TestJob_LeaderKilledMidWake(t *testing.T) {
 		rec, _, _ := e.store.Record(ctx, "app")
 		if rec.Term != 6 || rec.RetryStart {
 			t.Errorf("record term %d, RetryStart %v; want term 6, the start accepted", rec.Term, rec.RetryStart)
+		}
+	})
+}
+
+// recordsCounter is a store that counts the reads of every record.
+type recordsCounter struct {
+	Store
+	reads atomic.Int64
+}
+
+func (s *recordsCounter) Records(ctx context.Context) ([]Record, error) {
+	s.reads.Add(1)
+	return s.Store.Records(ctx)
+}
+
+// TestJob_AskForAManagedAppReadsNoOtherRecord: an ask for an app a route manages
+// (a wake ask, or the process driver saying the app is ready, which a held request
+// waits for) is decided on that app's record alone; only an ask for an app no
+// route manages looks it up among the stored records.
+func TestJob_AskForAManagedAppReadsNoOtherRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, upApp("app", "gone"), "")
+		store := &recordsCounter{Store: e.store}
+		e.job = NewJob(JobOptions{Engine: e.engine, Store: store, PaaS: e.fake, Logger: slog.New(slog.DiscardHandler),
+			FastInterval: 5 * time.Second, FullInterval: 30 * time.Second})
+		e.engine.SetAsker(e.job)
+		p := e.route(config("app"))
+		if err := e.store.PutRecord(context.Background(), Record{AppID: "gone", Status: StatusUp, Revision: 1}); err != nil {
+			t.Fatal(err)
+		}
+		e.start()
+		defer e.stop()
+		settle()
+		if store.reads.Load() != 1 {
+			t.Fatalf("the first pass read every record %d times, want once", store.reads.Load())
+		}
+		for range 3 {
+			_ = e.job.Ask(context.Background(), "app")
+			settle()
+		}
+		if n := store.reads.Load() - 1; n != 0 {
+			t.Errorf("three asks for a managed app read every record %d times, want none", n)
+		}
+		if p.app.status() != StatusUp {
+			t.Errorf("status %s, want Up", p.app.status())
+		}
+		_ = e.job.Ask(context.Background(), "gone")
+		settle()
+		if n := store.reads.Load() - 1; n != 1 {
+			t.Errorf("an ask for an app no route manages read every record %d times, want once", n)
 		}
 	})
 }
