@@ -63,8 +63,8 @@ func TestConfigs_WhatEachPartNeeds(t *testing.T) {
 			t.Errorf("awake config lacks %q:\n%s", want, awake)
 		}
 	}
-	wake := y(wakeConfig("/d", []string{"127.0.0.1:20003"}))
-	for _, want := range []string{"job_interval: 1s", "grace_period: 1s", "api_behavior: hold", "- --boot-delay\n", "- 300ms\n"} {
+	wake := y(wakeConfig("/d", []string{"127.0.0.1:20003", "127.0.0.1:20004"}))
+	for _, want := range []string{"job_interval: 1s", "grace_period: 1s", "api_behavior: hold", "- --boot-delay\n", "- 300ms\n", "- 302.5ms\n"} {
 		if !strings.Contains(wake, want) {
 			t.Errorf("wake config lacks %q:\n%s", want, wake)
 		}
