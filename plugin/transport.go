@@ -21,6 +21,7 @@ type Transports struct {
 	mu    sync.Mutex
 	m     map[poolKey]*http.Transport
 	fresh map[poolKey]*http.Transport // without keep-alive: a retry's fresh connection
+	gates map[backendKey]*openingGate // connections still opening, per backend (opening.go)
 }
 
 // poolKey is what routes must share to share a pool.
@@ -35,7 +36,7 @@ type backendKey struct{ scheme, host string }
 
 // NewTransports returns an empty set of pools.
 func NewTransports() *Transports {
-	return &Transports{m: map[poolKey]*http.Transport{}, fresh: map[poolKey]*http.Transport{}}
+	return &Transports{m: map[poolKey]*http.Transport{}, fresh: map[poolKey]*http.Transport{}, gates: map[backendKey]*openingGate{}}
 }
 
 // Upstream connection pool sizing: enough idle connections per backend that a
@@ -61,6 +62,11 @@ func (ts *Transports) pool(m map[poolKey]*http.Transport, k poolKey, fresh bool)
 	}
 	connect, header, idle := k.timeouts.durations()
 	dialer := &net.Dialer{Timeout: connect, KeepAlive: tcpKeepAlive}
+	gate := ts.gates[k.backend]
+	if gate == nil {
+		gate = newOpeningGate()
+		ts.gates[k.backend] = gate
+	}
 	idlePerHost := maxIdleConnsPerHost
 	if k.maxConns > 0 && k.maxConns < idlePerHost {
 		idlePerHost = k.maxConns
@@ -69,7 +75,7 @@ func (ts *Transports) pool(m map[poolKey]*http.Transport, k poolKey, fresh bool)
 		// Never an outbound proxy from the environment: backends are addressed
 		// directly.
 		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
+		DialContext:           gate.dial(dialer),
 		TLSHandshakeTimeout:   connect,
 		ResponseHeaderTimeout: header,
 		IdleConnTimeout:       idle,
