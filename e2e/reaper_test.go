@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,11 +23,13 @@ import (
 	"github.com/reapergw/reaper/internal/testwait"
 )
 
-// app describes one demo app run by reaper's process driver behind a route.
+// app describes one app run by reaper's process driver behind a route: the demo
+// app, unless command is set.
 type app struct {
 	id, addr string
-	flags    string // extra demoapp flags, as YAML list items: `"--boot-delay", "1s"`
-	plugin   string // extra reaper plugin config keys, as YAML flow items
+	flags    string   // extra demoapp flags, as YAML list items: `"--boot-delay", "1s"`
+	command  []string // the app's whole command line, in place of the demo app's
+	plugin   string   // extra reaper plugin config keys, as YAML flow items
 }
 
 func reaperConfig(apps ...app) string {
@@ -46,12 +49,18 @@ paas:
   apps:
 `)
 	for _, a := range apps {
-		flags := ""
+		command := fmt.Sprintf("%q, \"--listen\", %q, \"--name\", %q", "%DEMOAPP%", a.addr, a.id)
 		if a.flags != "" {
-			flags = ", " + a.flags
+			command += ", " + a.flags
 		}
-		fmt.Fprintf(&b, "    - id: %s\n      command: [%q, \"--listen\", %q, \"--name\", %q%s]\n      ready: {tcp: %q}\n      stop_timeout: 3s\n",
-			a.id, "%DEMOAPP%", a.addr, a.id, flags, a.addr)
+		if a.command != nil {
+			quoted := make([]string, len(a.command))
+			for i, arg := range a.command {
+				quoted[i] = strconv.Quote(arg)
+			}
+			command = strings.Join(quoted, ", ")
+		}
+		fmt.Fprintf(&b, "    - id: %s\n      command: [%s]\n      ready: {tcp: %q}\n      stop_timeout: 3s\n", a.id, command, a.addr)
 	}
 	b.WriteString("routes:\n")
 	for _, a := range apps {
