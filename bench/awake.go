@@ -298,7 +298,7 @@ func runAwake(ctx context.Context, e *env) ([]verdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer s.node.shutdown(e.demoBin)
+	defer s.node.shutdown()
 	specA, specB, specC := awakeSpecs(e.opts.quick)
 
 	var hookA, hookC func(string, int) func() error

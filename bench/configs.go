@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -107,6 +108,17 @@ type reaperPluginConfig struct {
 	FailTimeout string `yaml:"fail_timeout,omitempty"`
 	APIBehavior string `yaml:"api_behavior"`
 	MaxHeld     int    `yaml:"max_held,omitempty"`
+}
+
+// programs returns the program of each app, once each.
+func (c reaperConfig) programs() []string {
+	var out []string
+	for _, a := range c.PaaS.Apps {
+		if len(a.Command) > 0 && !slices.Contains(out, a.Command[0]) {
+			out = append(out, a.Command[0])
+		}
+	}
+	return out
 }
 
 // newNodeConfig returns a node on a free loopback port (reaper logs the port it

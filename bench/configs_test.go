@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,6 +57,9 @@ func TestConfigs_WhatEachPartNeeds(t *testing.T) {
 		}
 		b, _ := os.ReadFile(path)
 		return string(b)
+	}
+	if got := awakeConfig("/d", "127.0.0.1:20001", "127.0.0.1:20002").programs(); !slices.Equal(got, []string{"/d"}) {
+		t.Errorf("programs of the awake config: %q, want the demo app once", got)
 	}
 	awake := y(awakeConfig("/d", "127.0.0.1:20001", "127.0.0.1:20002"))
 	for _, want := range []string{"- --latency\n", "- 2ms\n", "domains:\n            - plain.test", "app_id: fast", "grace_period: 1h"} {

@@ -79,7 +79,7 @@ func runHeld(ctx context.Context, e *env) ([]verdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer node.shutdown(e.demoBin)
+	defer node.shutdown()
 	idle, err := waitHeldIdle(ctx, node)
 	if err != nil {
 		return nil, err

@@ -17,8 +17,9 @@ import (
 // reaperNode is a reaper started by the bench.
 type reaperNode struct {
 	*process
-	gateway string // host:port of the gateway listener
-	dataDir string
+	gateway  string // host:port of the gateway listener
+	dataDir  string
+	programs []string // those of its apps: what killApps may kill
 }
 
 // startTimeout bounds how long reaper may take to start listening.
@@ -26,7 +27,8 @@ const startTimeout = 20 * time.Second
 
 // startReaper writes cfg under a directory of its own and starts reaper on it,
 // logging JSON; it returns once reaper has logged "reaper started". Stopping it,
-// and then killing the apps it started, is pushed onto the cleanup stack.
+// and then killing the apps it started (those that still run a program of cfg's
+// apps), is pushed onto the cleanup stack.
 func startReaper(ctx context.Context, e *env, name string, cfg reaperConfig) (*reaperNode, error) {
 	dir := filepath.Join(e.tmp, name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -36,10 +38,10 @@ func startReaper(ctx context.Context, e *env, name string, cfg reaperConfig) (*r
 	if err != nil {
 		return nil, err
 	}
-	n := &reaperNode{dataDir: filepath.Join(dir, "data")}
+	n := &reaperNode{dataDir: filepath.Join(dir, "data"), programs: cfg.programs()}
 	// Pushed first, so it runs after reaper has stopped: reaper leaves its apps
 	// running on purpose.
-	e.clean.push(func() { killApps(n.dataDir, e.demoBin) })
+	e.clean.push(func() { killApps(n.dataDir, n.programs...) })
 	args := []string{e.reaperBin, "serve", "--config", path, "--log-format", "json"}
 	environ := os.Environ()
 	if e.opts.profile != "" {
@@ -62,9 +64,9 @@ func startReaper(ctx context.Context, e *env, name string, cfg reaperConfig) (*r
 }
 
 // shutdown stops reaper, then the apps it started.
-func (n *reaperNode) shutdown(demoBin string) {
+func (n *reaperNode) shutdown() {
 	n.stop()
-	killApps(n.dataDir, demoBin)
+	killApps(n.dataDir, n.programs...)
 }
 
 // freeAddr returns a loopback address nothing listens on now (for an app whose

@@ -184,8 +184,9 @@ func (p *process) failure(what string) error {
 
 // killApps kills the apps a reaper started (and left running when it stopped, as
 // it is meant to): the pids of its process driver's pid files under dataDir,
-// provided the process still runs program (a pid may have been reused since).
-func killApps(dataDir, program string) {
+// provided the process still runs one of programs (a pid may have been reused
+// since).
+func killApps(dataDir string, programs ...string) {
 	files, _ := filepath.Glob(filepath.Join(dataDir, "process", "*.pid"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -200,7 +201,7 @@ func killApps(dataDir, program string) {
 			continue
 		}
 		argv, err := procfs.Cmdline(rec.PID)
-		if err != nil || len(argv) == 0 || argv[0] != program {
+		if err != nil || len(argv) == 0 || !slices.Contains(programs, argv[0]) {
 			continue
 		}
 		target := rec.PID

@@ -75,7 +75,7 @@ func runWake(ctx context.Context, e *env) ([]verdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer node.shutdown(e.demoBin)
+	defer node.shutdown()
 	c := newClient(30 * time.Second)
 	defer c.CloseIdleConnections()
 
