@@ -22,7 +22,7 @@ func TestConfigs_LoadWithReapersOwnLoader(t *testing.T) {
 	}{
 		{"awake", awakeConfig(demo, "127.0.0.1:20001", "127.0.0.1:20002"), 2, 4},
 		{"wake", wakeConfig(demo, []string{"127.0.0.1:20003", "127.0.0.1:20004", "127.0.0.1:20005"}), 3, 3},
-		{"held", heldConfig(demo, "127.0.0.1:20006"), 1, 1},
+		{"held", heldConfig(heldHost, heldDemoApp(demo, "127.0.0.1:20006")), 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestConfigs_WhatEachPartNeeds(t *testing.T) {
 			t.Errorf("wake config lacks %q:\n%s", want, wake)
 		}
 	}
-	held := y(heldConfig("/d", "127.0.0.1:20006"))
+	held := y(heldConfig(heldHost, heldDemoApp("/d", "127.0.0.1:20006")))
 	for _, want := range []string{"max_held: 20000", "- 12s\n", "api_behavior: hold"} {
 		if !strings.Contains(held, want) {
 			t.Errorf("held config lacks %q:\n%s", want, held)

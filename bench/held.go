@@ -28,7 +28,7 @@ import (
 // left unread in its receive queue (/proc/net/tcp), and no answer has come back.
 // The bench then samples reaper's RSS (VmRSS) until the app opens its port, and
 // checks that every request gets the app's 200 from one and the same process,
-// started once.
+// started once. measureHeld is the run, heldParams what a part may vary (the app).
 
 const (
 	heldHost = "held.test"
@@ -54,83 +54,117 @@ type heldRequest struct {
 	err    error
 }
 
-// heldRun is the state of part F while it runs.
+// heldRun is the state of a held-requests part while it runs.
 type heldRun struct {
+	host     string // the route's domain, the requests' Host
 	reqs     []*heldRequest
 	answered atomic.Int64
 	wg       sync.WaitGroup
 }
 
-// runHeld runs part F: it starts reaper with the sleeping app, sends every request,
-// sees them all held, samples reaper's memory until the app is up, then waits for
-// every answer and prints the report.
+// heldParams is what a held-requests part varies: the app behind the route.
+type heldParams struct {
+	part string // "F": in progress lines
+	host string // the route's domain
+	what string // the app, in progress lines: "a demo app"
+	// app returns the app's configuration: listening on addr, opening its port
+	// heldBootDelay after its start. Its ID names the route and reaper's directory.
+	app func(addr string) (appConfig, error)
+	// profile saves the -profile heap profiles while every request is held.
+	profile bool
+	// appStats, when set, asks the app (at addr) what it saw, once every answer is in.
+	appStats func(ctx context.Context, addr string) (string, error)
+}
+
+// runHeld runs part F with the demo app and prints its report.
 func runHeld(ctx context.Context, e *env) ([]verdict, error) {
+	r, err := measureHeld(ctx, e, heldParams{
+		part: "F", host: heldHost, what: "a demo app", profile: true,
+		app: func(addr string) (appConfig, error) { return heldDemoApp(e.demoBin, addr), nil },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return printF(e.out, r), nil
+}
+
+// measureHeld starts reaper with the sleeping app, sends every request, sees them
+// all held, samples reaper's memory until the app is up, then waits for every
+// answer.
+func measureHeld(ctx context.Context, e *env, p heldParams) (heldReport, error) {
 	n := 10000
 	if e.opts.quick {
 		n = 2000
 	}
 	addr, err := freeAddr()
 	if err != nil {
-		return nil, err
+		return heldReport{}, err
 	}
-	cfg := heldConfig(e.demoBin, addr)
-	e.progressf("F: starting reaper with a demo app that boots in %s", heldBootDelay)
-	node, err := startReaper(ctx, e, "held", cfg)
+	app, err := p.app(addr)
 	if err != nil {
-		return nil, err
+		return heldReport{}, err
+	}
+	e.progressf("%s: starting reaper with %s that boots in %s", p.part, p.what, heldBootDelay)
+	node, err := startReaper(ctx, e, app.ID, heldConfig(p.host, app))
+	if err != nil {
+		return heldReport{}, err
 	}
 	defer node.shutdown()
-	idle, err := waitHeldIdle(ctx, node)
+	idle, err := waitHeldIdle(ctx, node, p.host)
 	if err != nil {
-		return nil, err
+		return heldReport{}, err
 	}
 
-	e.progressf("F: opening %d connections, one request held on each", n)
-	run := &heldRun{reqs: make([]*heldRequest, n)}
+	e.progressf("%s: opening %d connections, one request held on each", p.part, n)
+	run := &heldRun{host: p.host, reqs: make([]*heldRequest, n)}
 	defer run.closeAll()
 	started := time.Now()
 	if err := run.send(ctx, node.gateway, n); err != nil {
-		return nil, err
+		return heldReport{}, err
 	}
 	written := time.Since(started)
 	socks, err := run.waitAllHeld(ctx, node.gateway, started)
 	if err != nil {
-		return nil, err
+		return heldReport{}, err
 	}
 	allHeld := time.Since(started)
-	e.progressf("F: all %d held after %s; sampling reaper's memory until the app is up", n, allHeld.Round(time.Millisecond))
-	if e.opts.profile != "" {
+	e.progressf("%s: all %d held after %s; sampling reaper's memory until the app is up", p.part, n, allHeld.Round(time.Millisecond))
+	if p.profile && e.opts.profile != "" {
 		if err := heldProfiles(ctx, e, node); err != nil {
-			return nil, err
+			return heldReport{}, err
 		}
 	}
 	peak, fds, samples, err := run.sampleRSS(ctx, node.pid(), addr, started)
 	if err != nil {
-		return nil, err
+		return heldReport{}, err
 	}
 
-	e.progressf("F: the app is up; waiting for %d answers", n)
+	e.progressf("%s: the app is up; waiting for %d answers", p.part, n)
 	released := time.Now()
 	if err := run.waitAnswers(ctx); err != nil {
-		return nil, err
+		return heldReport{}, err
 	}
 	releaseTime := time.Since(released)
 	after, _ := procfs.ReadMemory(node.pid())
-
-	r := run.tally()
-	woken := node.log.countMsg("app woken", "held")
-	return printF(e.out, heldReport{
+	r := heldReport{
 		n: n, written: written, allHeld: allHeld, socks: socks, idle: idle, peak: peak, samples: samples,
-		fds: fds, releaseTime: releaseTime, after: after, tally: r, woken: woken,
+		fds: fds, releaseTime: releaseTime, after: after, tally: run.tally(), woken: node.log.countMsg("app woken", app.ID),
 		problems: node.log.problems(),
-	}), nil
+	}
+	if p.appStats != nil {
+		if r.appStats, err = p.appStats(ctx, addr); err != nil {
+			r.appStats = "unknown (" + err.Error() + ")"
+		}
+	}
+	return r, nil
 }
 
-// waitHeldIdle waits until reaper shows the app Down, closes the connections it used
-// for that, and returns reaper's memory then: idle, before any request is held.
-func waitHeldIdle(ctx context.Context, node *reaperNode) (procfs.Memory, error) {
+// waitHeldIdle waits until reaper shows the app behind host Down, closes the
+// connections it used for that, and returns reaper's memory then: idle, before
+// any request is held.
+func waitHeldIdle(ctx context.Context, node *reaperNode, host string) (procfs.Memory, error) {
 	c := newClient(10 * time.Second)
-	err := waitStatus(ctx, c, node.gateway, heldHost, "Down", startTimeout)
+	err := waitStatus(ctx, c, node.gateway, host, "Down", startTimeout)
 	c.CloseIdleConnections() // only the held requests may be connected from here on
 	if err != nil {
 		return procfs.Memory{}, err
@@ -219,24 +253,28 @@ func (run *heldRun) waitAnswers(ctx context.Context) error {
 	}
 }
 
-// heldConfig is the reaper of part F.
-func heldConfig(demoBin, addr string) reaperConfig {
+// heldConfig is the reaper of part F: app, sleeping, behind a route for
+// host that holds its requests; the route and the node are named after app.ID.
+func heldConfig(host string, app appConfig) reaperConfig {
 	return reaperConfig{
-		Node:   newNodeConfig("bench-held"),
+		Node:   newNodeConfig("bench-" + app.ID),
 		Reaper: &jobConfig{MaxHeld: heldMax}, // the default, half the open-file limit, is about n
-		PaaS: paasConfig{Driver: "process", Apps: []appConfig{
-			demoApp(demoBin, "held", addr, "--boot-delay", heldBootDelay.String()),
-		}},
-		Routes: []routeConfig{reaperRoute("held", heldHost, addr, reaperPluginConfig{
-			AppID: "held", GracePeriod: "1h", FailTimeout: "5m", APIBehavior: "hold", MaxHeld: heldMax,
+		PaaS:   paasConfig{Driver: "process", Apps: []appConfig{app}},
+		Routes: []routeConfig{reaperRoute(app.ID, host, app.Ready.TCP, reaperPluginConfig{
+			AppID: app.ID, GracePeriod: "1h", FailTimeout: "5m", APIBehavior: "hold", MaxHeld: heldMax,
 		})},
 	}
+}
+
+// heldDemoApp is part F's app: the demo app, on addr, booting in heldBootDelay.
+func heldDemoApp(demoBin, addr string) appConfig {
+	return demoApp(demoBin, "held", addr, "--boot-delay", heldBootDelay.String())
 }
 
 // send opens n connections, dialParallel at a time, writes one request on each
 // and starts reading each answer in the background.
 func (run *heldRun) send(ctx context.Context, gateway string, n int) error {
-	req := []byte("GET / HTTP/1.1\r\nHost: " + heldHost + "\r\nAccept: application/json\r\nUser-Agent: reaper-bench\r\n\r\n")
+	req := []byte("GET / HTTP/1.1\r\nHost: " + run.host + "\r\nAccept: application/json\r\nUser-Agent: reaper-bench\r\n\r\n")
 	var next atomic.Int64
 	errs := make(chan error, dialParallel)
 	var dialers sync.WaitGroup
@@ -354,10 +392,20 @@ type heldReport struct {
 	tally            heldTally
 	woken            int
 	problems         []string
+	appStats         string // what the app says it saw, when it says
 }
 
+// printF prints part F's report and returns its verdicts.
 func printF(w io.Writer, r heldReport) []verdict {
 	fmt.Fprintf(w, "\nF. %s requests held by one node for one sleeping app (boot %s, max_held %s)\n", thousands(int64(r.n)), heldBootDelay, thousands(heldMax))
+	printHeld(w, r)
+	return append([]verdict{
+		{"F", fmt.Sprintf("RSS of one node holding %s requests", thousands(int64(r.n))), mib(r.peak.RSS), "≤ " + mib(targetHeldRSS), r.peak.RSS > 0 && r.peak.RSS <= targetHeldRSS, ""},
+	}, answerVerdicts("F", r)...)
+}
+
+// printHeld prints the figures of a held-requests part, under its title.
+func printHeld(w io.Writer, r heldReport) {
 	fmt.Fprintf(w, "   all requests written after %s; all held after %s: %d connections accepted by reaper, none with unread bytes, no answer yet\n",
 		r.written.Round(time.Millisecond), r.allHeld.Round(time.Millisecond), r.socks.Established)
 	fmt.Fprintf(w, "   reaper RSS while holding them: %s (highest of %d samples until the app opened its port), %s before: %.1f KiB per held request; %d threads, %d open files\n",
@@ -373,13 +421,20 @@ func printF(w io.Writer, r heldReport) []verdict {
 	}
 	slices.Sort(pids)
 	fmt.Fprintf(w, "\n   answers per app process: %s; \"app woken\" logged %d time(s)\n", strings.Join(pids, ", "), r.woken)
+	if r.appStats != "" {
+		fmt.Fprintf(w, "   the app saw %s\n", r.appStats)
+	}
 	if len(r.problems) > 0 {
 		fmt.Fprintf(w, "   reaper logged %d warnings or errors; the first:\n     %s\n", len(r.problems), r.problems[0])
 	}
+}
+
+// answerVerdicts are the targets of a held-requests part on the answers: every
+// request answered 200 by the app, which started once.
+func answerVerdicts(part string, r heldReport) []verdict {
 	onePID := len(r.tally.pids) == 1
 	return []verdict{
-		{"F", fmt.Sprintf("RSS of one node holding %s requests", thousands(int64(r.n))), mib(r.peak.RSS), "≤ " + mib(targetHeldRSS), r.peak.RSS > 0 && r.peak.RSS <= targetHeldRSS, ""},
-		{"F", "every held request answered 200 by the app", fmt.Sprintf("%d of %d", r.tally.ok, r.n), fmt.Sprintf("%d", r.n), r.tally.ok == r.n, ""},
-		{"F", "the app started exactly once (\"app woken\", pids)", fmt.Sprintf("%d, %d pid(s)", r.woken, len(r.tally.pids)), "1, 1 pid", r.woken == 1 && onePID, ""},
+		{part, "every held request answered 200 by the app", fmt.Sprintf("%d of %d", r.tally.ok, r.n), fmt.Sprintf("%d", r.n), r.tally.ok == r.n, ""},
+		{part, "the app started exactly once (\"app woken\", pids)", fmt.Sprintf("%d, %d pid(s)", r.woken, len(r.tally.pids)), "1, 1 pid", r.woken == 1 && onePID, ""},
 	}
 }

@@ -38,7 +38,7 @@ func TestHeldRun_SeesEveryRequestHeldThenEveryAnswer(t *testing.T) {
 	defer srv.Close()
 	gw := netip.MustParseAddrPort(srv.Listener.Addr().String())
 
-	run := &heldRun{reqs: make([]*heldRequest, n)}
+	run := &heldRun{host: heldHost, reqs: make([]*heldRequest, n)}
 	defer run.closeAll()
 	if err := run.send(context.Background(), gw.String(), n); err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestHeldRun_TalliesRefusals(t *testing.T) {
 		http.Error(w, `{"error":"too many requests are waiting"}`, http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	run := &heldRun{reqs: make([]*heldRequest, 3)}
+	run := &heldRun{host: heldHost, reqs: make([]*heldRequest, 3)}
 	defer run.closeAll()
 	if err := run.send(context.Background(), srv.Listener.Addr().String(), 3); err != nil {
 		t.Fatal(err)
