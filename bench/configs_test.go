@@ -14,6 +14,10 @@ import (
 // in reaper fails here rather than in the middle of `make bench`.
 func TestConfigs_LoadWithReapersOwnLoader(t *testing.T) {
 	demo := "/bin/true"
+	py, err := heldPyApp("/usr/bin/python3", t.TempDir(), "127.0.0.1:20007")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		cfg    reaperConfig
@@ -23,6 +27,7 @@ func TestConfigs_LoadWithReapersOwnLoader(t *testing.T) {
 		{"awake", awakeConfig(demo, "127.0.0.1:20001", "127.0.0.1:20002"), 2, 4},
 		{"wake", wakeConfig(demo, []string{"127.0.0.1:20003", "127.0.0.1:20004", "127.0.0.1:20005"}), 3, 3},
 		{"held", heldConfig(heldHost, heldDemoApp(demo, "127.0.0.1:20006")), 1, 1},
+		{"python", heldConfig(pyHeldHost, py), 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +76,16 @@ func TestConfigs_WhatEachPartNeeds(t *testing.T) {
 	for _, want := range []string{"job_interval: 1s", "grace_period: 1s", "api_behavior: hold", "- --boot-delay\n", "- 300ms\n", "- 302.5ms\n"} {
 		if !strings.Contains(wake, want) {
 			t.Errorf("wake config lacks %q:\n%s", want, wake)
+		}
+	}
+	py, err := heldPyApp("/p", t.TempDir(), "127.0.0.1:20007")
+	if err != nil {
+		t.Fatal(err)
+	}
+	python := y(heldConfig(pyHeldHost, py))
+	for _, want := range []string{"- /p\n", "pyapp.py\n", "- --boot-delay\n", "- \"12\"\n", "pyheld.test", "app_id: pyheld", "max_held: 20000", "api_behavior: hold"} {
+		if !strings.Contains(python, want) {
+			t.Errorf("python config lacks %q:\n%s", want, python)
 		}
 	}
 	held := y(heldConfig(heldHost, heldDemoApp("/d", "127.0.0.1:20006")))

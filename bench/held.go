@@ -28,7 +28,8 @@ import (
 // left unread in its receive queue (/proc/net/tcp), and no answer has come back.
 // The bench then samples reaper's RSS (VmRSS) until the app opens its port, and
 // checks that every request gets the app's 200 from one and the same process,
-// started once. measureHeld is the run, heldParams what a part may vary (the app).
+// started once. Part F2 (heldpy.go) does the same with another app: measureHeld
+// is the run of both, heldParams what they vary.
 
 const (
 	heldHost = "held.test"
@@ -64,7 +65,7 @@ type heldRun struct {
 
 // heldParams is what a held-requests part varies: the app behind the route.
 type heldParams struct {
-	part string // "F": in progress lines
+	part string // "F", "F2": in progress lines
 	host string // the route's domain
 	what string // the app, in progress lines: "a demo app"
 	// app returns the app's configuration: listening on addr, opening its port
@@ -253,7 +254,7 @@ func (run *heldRun) waitAnswers(ctx context.Context) error {
 	}
 }
 
-// heldConfig is the reaper of part F: app, sleeping, behind a route for
+// heldConfig is the reaper of parts F and F2: app, sleeping, behind a route for
 // host that holds its requests; the route and the node are named after app.ID.
 func heldConfig(host string, app appConfig) reaperConfig {
 	return reaperConfig{

@@ -8,6 +8,7 @@
 //	D. the ratios of reaper to the bare proxy, with the targets
 //	E. wake latency: from the app's port opening to the held request's answer
 //	F. one node holding 10,000 requests for a sleeping app: RSS, one start, every answer
+//	F2. the same with issue 10's Python app (listen backlog 5): peak RSS, release included
 //	G. a cluster of three nodes: leader failover, and a follower's ask to the leader's start call
 //
 // Run it from the repository root: `make bench` (which builds bin/reaper and
@@ -47,7 +48,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "short runs, one round, fewer wakes and held requests: for developing the bench, not for figures")
-	only := fs.String("only", "awake,wake,held,cluster", "the parts to run: awake (A-D), wake (E), held (F), cluster (G), comma-separated")
+	only := fs.String("only", "awake,wake,held,python,cluster", "the parts to run: awake (A-D), wake (E), held (F), python (F2), cluster (G), comma-separated")
 	profile := fs.String("profile", "", "write a CPU profile of reaper under the 64-connection load of the reaper-plugin route to this `file` (builds a profiling reaper)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -55,10 +56,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	o := options{quick: *quick, sections: map[string]bool{}, profile: *profile}
 	for s := range strings.SplitSeq(*only, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "awake", "wake", "held", "cluster":
+		case "awake", "wake", "held", "python", "cluster":
 			o.sections[s] = true
 		default:
-			return options{}, fmt.Errorf("-only: unknown part %q (want awake, wake, held or cluster)", s)
+			return options{}, fmt.Errorf("-only: unknown part %q (want awake, wake, held, python or cluster)", s)
 		}
 	}
 	return o, nil
@@ -125,6 +126,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	var skipped []string
+	if opts.sections["python"] && ctx.Err() == nil {
+		v, err := runHeldPython(ctx, e)
+		verdicts = append(verdicts, v...)
+		switch {
+		case errors.Is(err, errNoPython):
+			skipped = append(skipped, "F2 the Python app: "+err.Error())
+		case err != nil:
+			failed = append(failed, "F2: "+err.Error())
+		}
+	}
 	if opts.sections["cluster"] && ctx.Err() == nil {
 		v, err := runCluster(ctx, e)
 		verdicts = append(verdicts, v...)

@@ -10,7 +10,7 @@ import (
 
 func TestParseOptions(t *testing.T) {
 	o, err := parseOptions(nil, io.Discard)
-	if err != nil || o.quick || len(o.sections) != 4 || !o.sections["cluster"] || o.profile != "" {
+	if err != nil || o.quick || len(o.sections) != 5 || !o.sections["python"] || !o.sections["cluster"] || o.profile != "" {
 		t.Fatalf("defaults = %+v, %v", o, err)
 	}
 	o, err = parseOptions([]string{"-quick", "-only", "wake, held", "-profile", "/tmp/p"}, io.Discard)
