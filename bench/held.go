@@ -53,6 +53,7 @@ type heldRequest struct {
 	status int
 	pid    int
 	err    error
+	at     time.Time // when the app's 200 was read whole
 }
 
 // heldRun is the state of a held-requests part while it runs.
@@ -149,7 +150,7 @@ func measureHeld(ctx context.Context, e *env, p heldParams) (heldReport, error) 
 	after, _ := procfs.ReadMemory(node.pid())
 	r := heldReport{
 		n: n, written: written, allHeld: allHeld, socks: socks, idle: idle, peak: peak, samples: samples,
-		fds: fds, releaseTime: releaseTime, after: after, tally: run.tally(), woken: node.log.countMsg("app woken", app.ID),
+		fds: fds, releaseTime: releaseTime, okAfter: run.okAfter(released), after: after, tally: run.tally(), woken: node.log.countMsg("app woken", app.ID),
 		problems: node.log.problems(),
 	}
 	if p.appStats != nil {
@@ -328,10 +329,22 @@ func (run *heldRun) read(h *heldRequest) {
 	}
 	var info appInfo
 	if resp.StatusCode == http.StatusOK && json.Unmarshal(body, &info) == nil {
-		h.pid = info.PID
+		h.pid, h.at = info.PID, time.Now()
 	} else {
 		h.err = fmt.Errorf("%d %.120s", resp.StatusCode, bytes.TrimSpace(body))
 	}
+}
+
+// okAfter returns when each 200 came, from since, in order.
+func (run *heldRun) okAfter(since time.Time) []time.Duration {
+	var out []time.Duration
+	for _, h := range run.reqs {
+		if h != nil && !h.at.IsZero() {
+			out = append(out, h.at.Sub(since))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // firstAnswer describes one request that has an answer or an error.
@@ -390,6 +403,7 @@ type heldReport struct {
 	samples          int
 	fds              int
 	releaseTime      time.Duration
+	okAfter          []time.Duration // when each 200 came, from the release, in order
 	tally            heldTally
 	woken            int
 	problems         []string
@@ -412,6 +426,10 @@ func printHeld(w io.Writer, r heldReport) {
 	fmt.Fprintf(w, "   reaper RSS while holding them: %s (highest of %d samples until the app opened its port), %s before: %.1f KiB per held request; %d threads, %d open files\n",
 		mib(r.peak.RSS), r.samples, mib(r.idle.RSS), float64(r.peak.RSS-r.idle.RSS)/1024/float64(r.n), r.peak.Threads, r.fds)
 	fmt.Fprintf(w, "   after the release: every answer in %s; reaper's peak RSS over the whole run (VmHWM) %s\n", r.releaseTime.Round(time.Millisecond), mib(r.after.HWM))
+	if len(r.okAfter) > 0 {
+		fmt.Fprintf(w, "   the app's 200s, from the release: half in %s, 99%% in %s, the last in %s\n",
+			quantile(r.okAfter, 0.5).Round(time.Millisecond), quantile(r.okAfter, 0.99).Round(time.Millisecond), r.okAfter[len(r.okAfter)-1].Round(time.Millisecond))
+	}
 	fmt.Fprintf(w, "   answers: %d × 200 from the app, %d errors", r.tally.ok, r.tally.errors)
 	if r.tally.firstErr != "" {
 		fmt.Fprintf(w, " (first: %s)", r.tally.firstErr)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,11 +60,15 @@ func TestHeldRun_SeesEveryRequestHeldThenEveryAnswer(t *testing.T) {
 		t.Fatalf("%d answered before the release", a)
 	}
 
+	released := time.Now()
 	releaseAll()
 	run.wg.Wait()
 	r := run.tally()
 	if r.ok != n || r.errors != 0 || len(r.pids) != 1 || r.pids[42] != n {
 		t.Errorf("tally %+v", r)
+	}
+	if ok := run.okAfter(released); len(ok) != n || ok[0] < 0 || !slices.IsSorted(ok) {
+		t.Errorf("times of the 200s from the release: %v", ok)
 	}
 }
 
