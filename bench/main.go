@@ -28,6 +28,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,21 @@ import (
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// parts are the parts of the bench, in the order they run: the -only name of
+// each, its label in the summary, and the error that says it was skipped (a tool
+// is missing), if it can be.
+var parts = []struct {
+	section, label string
+	run            func(context.Context, *env) ([]verdict, error)
+	skip           error
+}{
+	{"awake", "A-D", runAwake, nil},
+	{"wake", "E", runWake, nil},
+	{"held", "F", runHeld, nil},
+	{"python", "F2", runHeldPython, errNoPython},
+	{"cluster", "G", runCluster, errNoRedis},
 }
 
 // options are the command line of the bench.
@@ -48,19 +64,23 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "short runs, one round, fewer wakes and held requests: for developing the bench, not for figures")
-	only := fs.String("only", "awake,wake,held,python,cluster", "the parts to run: awake (A-D), wake (E), held (F), python (F2), cluster (G), comma-separated")
+	var names, described []string
+	for _, p := range parts {
+		names = append(names, p.section)
+		described = append(described, p.section+" ("+p.label+")")
+	}
+	only := fs.String("only", strings.Join(names, ","), "the parts to run, comma-separated: "+strings.Join(described, ", "))
 	profile := fs.String("profile", "", "write a CPU profile of reaper under the 64-connection load of the reaper-plugin route to this `file` (builds a profiling reaper)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
 	o := options{quick: *quick, sections: map[string]bool{}, profile: *profile}
 	for s := range strings.SplitSeq(*only, ",") {
-		switch s = strings.TrimSpace(s); s {
-		case "awake", "wake", "held", "python", "cluster":
-			o.sections[s] = true
-		default:
-			return options{}, fmt.Errorf("-only: unknown part %q (want awake, wake, held, python or cluster)", s)
+		s = strings.TrimSpace(s)
+		if !slices.Contains(names, s) {
+			return options{}, fmt.Errorf("-only: unknown part %q (want one of %s)", s, strings.Join(names, ", "))
 		}
+		o.sections[s] = true
 	}
 	return o, nil
 }
@@ -103,47 +123,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	printHeader(e)
 	var verdicts []verdict
-	var failed []string
-	if opts.sections["awake"] {
-		v, err := runAwake(ctx, e)
-		verdicts = append(verdicts, v...)
-		if err != nil {
-			failed = append(failed, "A-D: "+err.Error())
+	var failed, skipped []string
+	for _, p := range parts {
+		if !opts.sections[p.section] || ctx.Err() != nil {
+			continue
 		}
-	}
-	if opts.sections["wake"] && ctx.Err() == nil {
-		v, err := runWake(ctx, e)
-		verdicts = append(verdicts, v...)
-		if err != nil {
-			failed = append(failed, "E: "+err.Error())
-		}
-	}
-	if opts.sections["held"] && ctx.Err() == nil {
-		v, err := runHeld(ctx, e)
-		verdicts = append(verdicts, v...)
-		if err != nil {
-			failed = append(failed, "F: "+err.Error())
-		}
-	}
-	var skipped []string
-	if opts.sections["python"] && ctx.Err() == nil {
-		v, err := runHeldPython(ctx, e)
+		v, err := p.run(ctx, e)
 		verdicts = append(verdicts, v...)
 		switch {
-		case errors.Is(err, errNoPython):
-			skipped = append(skipped, "F2 the Python app: "+err.Error())
+		case p.skip != nil && errors.Is(err, p.skip):
+			skipped = append(skipped, fmt.Sprintf("%-2s %s: %v", p.label, p.section, err))
 		case err != nil:
-			failed = append(failed, "F2: "+err.Error())
-		}
-	}
-	if opts.sections["cluster"] && ctx.Err() == nil {
-		v, err := runCluster(ctx, e)
-		verdicts = append(verdicts, v...)
-		switch {
-		case errors.Is(err, errNoRedis):
-			skipped = append(skipped, "G  cluster: "+err.Error())
-		case err != nil:
-			failed = append(failed, "G: "+err.Error())
+			failed = append(failed, p.label+": "+err.Error())
 		}
 	}
 	if ctx.Err() != nil {
