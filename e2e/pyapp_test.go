@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,31 +68,14 @@ func TestReaper_PythonApp_ChunkedPOSTAfterACrowdAndASleepReachesTheApp(t *testin
 
 	// 50 concurrent GETs wake it.
 	begin := time.Now()
-	const n = 50
-	var wg sync.WaitGroup
-	pids := make(chan int, n)
-	errs := make(chan string, n)
-	for i := range n {
-		wg.Go(func() {
-			code, body, err := send("GET", fmt.Sprintf("get-%d", i), nil)
-			var ans appAnswer
-			if err != nil || code != 200 || json.Unmarshal(body, &ans) != nil || ans.PID == 0 {
-				errs <- fmt.Sprintf("%d %.200s %v", code, body, err)
-				return
-			}
-			pids <- ans.PID
-		})
-	}
-	wg.Wait()
-	close(pids)
-	close(errs)
-	for e := range errs {
-		t.Errorf("GET: %s", e)
-	}
-	seen := map[int]int{}
-	for pid := range pids {
-		seen[pid]++
-	}
+	seen := crowd(t, 50, func(i int) (int, error) {
+		code, body, err := send("GET", fmt.Sprintf("get-%d", i), nil)
+		var ans appAnswer
+		if err != nil || code != 200 || json.Unmarshal(body, &ans) != nil || ans.PID == 0 {
+			return 0, fmt.Errorf("GET: %d %.200s %v", code, body, err)
+		}
+		return ans.PID, nil
+	})
 	if len(seen) != 1 {
 		t.Fatalf("the GETs were answered by %d processes (%v), want one", len(seen), seen)
 	}

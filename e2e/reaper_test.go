@@ -109,43 +109,54 @@ func starts(p *reaperProc, id string) int {
 	return n
 }
 
-func TestReaper_ConcurrentRequestsToASleepingAppStartItOnce(t *testing.T) {
-	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "1s"`}
-	p := startReaper(t, t.TempDir(), reaperConfig(a))
-	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
-
-	const n = 200
+// crowd runs send(i) for i from 0 to n-1 at once and returns how many answers each
+// app process gave (send returns the pid of the app that answered); each error
+// fails the test.
+func crowd(t *testing.T, n int, send func(i int) (pid int, err error)) map[int]int {
+	t.Helper()
 	var wg sync.WaitGroup
 	pids := make(chan int, n)
-	errs := make(chan string, n)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := p.request("GET", "web.test", "/", nil, "Accept", "application/json")
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			pid, err := send(i)
 			if err != nil {
-				errs <- err.Error()
+				errs <- err
 				return
 			}
-			defer resp.Body.Close()
-			var ans appAnswer
-			if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&ans) != nil {
-				errs <- fmt.Sprintf("status %d", resp.StatusCode)
-				return
-			}
-			pids <- ans.PID
-		}()
+			pids <- pid
+		})
 	}
 	wg.Wait()
 	close(pids)
 	close(errs)
-	for e := range errs {
-		t.Errorf("request: %s", e)
+	for err := range errs {
+		t.Errorf("request: %v", err)
 	}
 	seen := map[int]int{}
 	for pid := range pids {
 		seen[pid]++
 	}
+	return seen
+}
+
+func TestReaper_ConcurrentRequestsToASleepingAppStartItOnce(t *testing.T) {
+	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "1s"`}
+	p := startReaper(t, t.TempDir(), reaperConfig(a))
+	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
+
+	seen := crowd(t, 200, func(int) (int, error) {
+		resp, err := p.request("GET", "web.test", "/", nil, "Accept", "application/json")
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		var ans appAnswer
+		if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&ans) != nil {
+			return 0, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return ans.PID, nil
+	})
 	if len(seen) != 1 {
 		t.Errorf("answers came from %d processes (%v), want one", len(seen), seen)
 	}
