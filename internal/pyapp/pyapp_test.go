@@ -11,7 +11,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,15 +28,20 @@ import (
 // is killed in t.Cleanup.
 func start(t *testing.T, a App) (addr string, cmd *exec.Cmd) {
 	t.Helper()
-	python := Require(t)
 	a.Addr = freeport.Addr(t)
-	argv, err := Command(python, t.TempDir(), a)
+	cmd = run(t, a)
+	waitListening(t, a.Addr)
+	return a.Addr, cmd
+}
+
+// run starts the app as Command says; it is killed in t.Cleanup.
+func run(t *testing.T, a App) *exec.Cmd {
+	t.Helper()
+	argv, err := Command(Require(t), t.TempDir(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd = exec.Command(argv[0], argv[1:]...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -42,14 +50,30 @@ func start(t *testing.T, a App) (addr string, cmd *exec.Cmd) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	testwait.For(t, 10*time.Second, "the app to listen", func() bool {
-		c, err := net.Dial("tcp", a.Addr)
+	return cmd
+}
+
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	testwait.For(t, 10*time.Second, "the app to listen on "+addr, func() bool {
+		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
 		}
 		return err == nil
 	})
-	return a.Addr, cmd
+}
+
+// dial opens a connection to addr, closed in t.Cleanup, that gives up after 10 s.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	return conn
 }
 
 func decode(t *testing.T, resp *http.Response, v any) {
@@ -131,12 +155,7 @@ func TestApp_AnswersGETAndPOSTOnOneKeepAliveConnection(t *testing.T) {
 // start right after the body.
 func TestApp_ReadsChunkExtensionsAndTrailers(t *testing.T) {
 	addr, _ := start(t, App{})
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn := dial(t, addr)
 	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+
 		"5;name=value\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n"+
 		"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -163,12 +182,7 @@ func TestApp_ReadsChunkExtensionsAndTrailers(t *testing.T) {
 
 func TestApp_RefusesABrokenChunkedBody(t *testing.T) {
 	addr, _ := start(t, App{})
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn := dial(t, addr)
 	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -181,31 +195,27 @@ func TestApp_RefusesABrokenChunkedBody(t *testing.T) {
 }
 
 func TestApp_OpensItsPortAfterTheBootDelay(t *testing.T) {
-	python := Require(t)
-	addr := freeport.Addr(t)
-	argv, err := Command(python, t.TempDir(), App{Addr: addr, BootDelay: 1500 * time.Millisecond})
+	a := App{Addr: freeport.Addr(t), BootDelay: 1500 * time.Millisecond}
+	begin := time.Now()
+	run(t, a)
+	waitListening(t, a.Addr)
+	if waited := time.Since(begin); waited < time.Second {
+		t.Errorf("the port opened %v after the start, before the boot delay", waited)
+	}
+}
+
+func TestCommand_WritesTheScriptAndNamesItsFlags(t *testing.T) {
+	dir := t.TempDir()
+	argv, err := Command("/usr/bin/python3", dir, App{Addr: "127.0.0.1:3001", Name: "py", BootDelay: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(argv[1:], " "); !strings.HasSuffix(got, "--listen "+addr+" --boot-delay 1.5") {
-		t.Errorf("command line %q", got)
+	want := []string{"/usr/bin/python3", "-I", filepath.Join(dir, "pyapp.py"), "--listen", "127.0.0.1:3001", "--name", "py", "--boot-delay", "1.5"}
+	if !slices.Equal(argv, want) {
+		t.Errorf("command line %q, want %q", argv, want)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	begin := time.Now()
-	testwait.For(t, 10*time.Second, "the app to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	if waited := time.Since(begin); waited < time.Second {
-		t.Errorf("the port opened %v after the start, before the boot delay", waited)
+	if b, err := os.ReadFile(want[2]); err != nil || !bytes.Equal(b, script) {
+		t.Errorf("the script was not written whole: %v", err)
 	}
 }
 
