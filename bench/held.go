@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -61,6 +62,7 @@ type heldRun struct {
 	host     string // the route's domain, the requests' Host
 	reqs     []*heldRequest
 	answered atomic.Int64
+	late     atomic.Bool // waitAnswers has cut the reads still waiting short
 	wg       sync.WaitGroup
 }
 
@@ -143,7 +145,7 @@ func measureHeld(ctx context.Context, e *env, p heldParams) (heldReport, error) 
 
 	e.progressf("%s: the app is up; waiting for %d answers", p.part, n)
 	released := time.Now()
-	if err := run.waitAnswers(ctx); err != nil {
+	if err := run.waitAnswers(ctx, answerTimeout); err != nil {
 		return heldReport{}, err
 	}
 	releaseTime := time.Since(released)
@@ -240,19 +242,34 @@ func (run *heldRun) sampleRSS(ctx context.Context, pid int, appAddr string, star
 	return peak, fds, samples, nil
 }
 
+// errNoAnswer is the error of a request without an answer answerTimeout after
+// the app opened its port.
+var errNoAnswer = fmt.Errorf("no answer within %s of the app's port opening", answerTimeout)
+
 // waitAnswers waits until every request has its answer, or its error, for
-// answerTimeout at most.
-func (run *heldRun) waitAnswers(ctx context.Context) error {
+// timeout at most: then the requests still waiting fail, with errNoAnswer, and
+// count as such (a request that never comes back is a figure of the part, not a
+// part that could not measure).
+func (run *heldRun) waitAnswers(ctx context.Context, timeout time.Duration) error {
 	done := make(chan struct{})
 	go func() { run.wg.Wait(); close(done) }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	select {
 	case <-done:
 		return nil
-	case <-time.After(answerTimeout):
-		return fmt.Errorf("%d of %d answers after %s", run.answered.Load(), len(run.reqs), answerTimeout)
+	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	run.late.Store(true)
+	for _, h := range run.reqs {
+		if h != nil {
+			_ = h.conn.SetReadDeadline(time.Now()) // ends its read at once
+		}
+	}
+	<-done
+	return nil
 }
 
 // heldConfig is the reaper of parts F and F2: app, sleeping, behind a route for
@@ -314,17 +331,18 @@ func (run *heldRun) send(ctx context.Context, gateway string, n int) error {
 // read reads the answer of h whole and keeps its status and pid.
 func (run *heldRun) read(h *heldRequest) {
 	defer run.answered.Add(1)
-	_ = h.conn.SetReadDeadline(time.Now().Add(heldBootDelay + answerTimeout))
+	// A backstop: waitAnswers cuts the reads short answerTimeout after the release.
+	_ = h.conn.SetReadDeadline(time.Now().Add(heldBootDelay + 2*answerTimeout))
 	resp, err := http.ReadResponse(bufio.NewReaderSize(h.conn, 1024), nil)
 	if err != nil {
-		h.err = err
+		h.err = run.readErr(err)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	h.status = resp.StatusCode
 	if err != nil {
-		h.err = err
+		h.err = run.readErr(err)
 		return
 	}
 	var info appInfo
@@ -333,6 +351,14 @@ func (run *heldRun) read(h *heldRequest) {
 	} else {
 		h.err = fmt.Errorf("%d %.120s", resp.StatusCode, bytes.TrimSpace(body))
 	}
+}
+
+// readErr is errNoAnswer for a read that waitAnswers cut short, else err.
+func (run *heldRun) readErr(err error) error {
+	if run.late.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		return errNoAnswer
+	}
+	return err
 }
 
 // okAfter returns when each 200 came, from since, in order.

@@ -89,3 +89,31 @@ func TestHeldRun_TalliesRefusals(t *testing.T) {
 		t.Errorf("tally %+v, first answer %q", r, run.firstAnswer())
 	}
 }
+
+// TestHeldRun_ARequestWithoutAnAnswerInTimeIsAnError: waitAnswers ends the reads
+// still waiting when its time is up, and they count as errNoAnswer.
+func TestHeldRun_ARequestWithoutAnAnswerInTimeIsAnError(t *testing.T) {
+	stuck := make(chan struct{})
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) > 2 {
+			<-stuck // never answered while the run waits
+		}
+		fmt.Fprint(w, `{"name":"held","pid":42,"listening_at":"x"}`)
+	}))
+	defer srv.Close()
+	defer close(stuck)
+	run := &heldRun{host: heldHost, reqs: make([]*heldRequest, 3)}
+	defer run.closeAll()
+	if err := run.send(context.Background(), srv.Listener.Addr().String(), 3); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "two answers", func() bool { return run.answered.Load() == 2 })
+	if err := run.waitAnswers(context.Background(), 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	r := run.tally()
+	if r.ok != 2 || r.errors != 1 || r.firstErr != errNoAnswer.Error() {
+		t.Errorf("tally %+v, want 2 answers and one %q", r, errNoAnswer)
+	}
+}
