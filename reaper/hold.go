@@ -28,6 +28,7 @@ type holds struct {
 	// crowdedAbove: past this many held requests on the node, a released
 	// request's connection closes after its answer (defaultCrowdedAbove).
 	crowdedAbove int64
+	crowdGC      crowdGC // the garbage collector's target while a crowd is held
 	log          *slog.Logger
 
 	held     atomic.Int64 // requests held on this node, all apps
@@ -170,19 +171,21 @@ func (h *holds) take(a *app, maxHeld int) bool {
 		a.held.Add(-1)
 		return false
 	}
-	if n := h.held.Add(1); h.maxHeld > 0 && n > int64(h.maxHeld) {
+	n := h.held.Add(1)
+	if h.maxHeld > 0 && n > int64(h.maxHeld) {
 		h.held.Add(-1)
 		a.held.Add(-1)
 		h.full.log(h.log, "a request was not held: this node holds reaper.max_held requests already", fmt.Errorf("reaper.max_held is %d (app %s)", h.maxHeld, a.id))
 		return false
 	}
+	h.crowdGC.note(n, h.crowdedAbove)
 	return true
 }
 
 // drop counts one request less held for a.
 func (h *holds) drop(a *app) {
 	a.held.Add(-1)
-	h.held.Add(-1)
+	h.crowdGC.note(h.held.Add(-1), h.crowdedAbove)
 }
 
 // Bodies of held requests read into memory: at most heldBodyLimit each, and

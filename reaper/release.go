@@ -1,5 +1,11 @@
 package reaper
 
+import (
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
+
 // A crowd of held requests is released at the pace its app can take, not all at
 // once: an app that just booted, with a small listen backlog, would see thousands
 // of connections arrive together, drop some, and answer late enough for their
@@ -74,3 +80,37 @@ func (w *releaseWindow) ended(ok bool) {
 // (ended ignores them), and a place that was never given back (a request lost on
 // its way) is not lost beyond this wake.
 func (w *releaseWindow) done() { *w = releaseWindow{} }
+
+// crowdGCPercent is the garbage collector's target (GOGC) while the node holds a
+// crowd. Holding ten thousand requests keeps about 70 MiB live, and releasing
+// them makes three times as much garbage within a second or two; at the default
+// target the heap would grow to twice the live set before each collection. For
+// the few seconds of a crowd, collecting four times as often keeps the node's
+// peak near what holding costs, for a little CPU.
+const crowdGCPercent = 25
+
+// crowdGC lowers the garbage collector's target while the node holds more than
+// a crowd, and puts back the one it found when the crowd is gone (fewer than half
+// as many held). The target is the process's: the last engine to change it wins.
+type crowdGC struct {
+	on   atomic.Bool
+	mu   sync.Mutex
+	prev int // the target found, while on
+}
+
+// note is told the node's held count after each change, and the size of a crowd.
+func (g *crowdGC) note(held, crowd int64) {
+	if on := g.on.Load(); (!on && held <= crowd) || (on && held >= crowd/2) {
+		return // the usual case: nothing changes, no lock
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case held > crowd && !g.on.Load():
+		g.prev = debug.SetGCPercent(crowdGCPercent)
+		g.on.Store(true)
+	case held < crowd/2 && g.on.Load():
+		debug.SetGCPercent(g.prev)
+		g.on.Store(false)
+	}
+}

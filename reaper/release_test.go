@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -237,4 +238,30 @@ func TestHolds_ReleaseOldestFirstThroughTheWindow(t *testing.T) {
 		e.Shutdown()
 		synctest.Wait()
 	})
+}
+
+// While a crowd is held the garbage collector's target is lowered, and the one
+// found is put back once fewer than half a crowd are held.
+func TestCrowdGC(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	current := func() int {
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return p
+	}
+	var g crowdGC
+	steps := []struct {
+		held int64
+		want int
+	}{
+		{10, 100}, {1000, 100}, {1001, crowdGCPercent}, {5000, crowdGCPercent},
+		{600, crowdGCPercent}, {500, crowdGCPercent}, {499, 100}, {1001, crowdGCPercent}, {0, 100},
+	}
+	for _, s := range steps {
+		g.note(s.held, 1000)
+		if got := current(); got != s.want {
+			t.Fatalf("held %d: GC target %d, want %d", s.held, got, s.want)
+		}
+	}
 }
