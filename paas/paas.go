@@ -68,6 +68,10 @@ type Deployment struct {
 	Action string    // DEPLOY, UNDEPLOY, UPSCALE, … (free text for other drivers)
 	At     time.Time // when it began
 	Cause  string    // why it failed, when the platform says
+	// Before is the deployment before this one, when the driver read it (nil
+	// otherwise): the platform's own order tells a stop that came after a start
+	// from the stop that came before it, whatever the clocks say.
+	Before *Deployment
 }
 
 // Observation is what a driver sees of one app at one moment.

@@ -263,10 +263,18 @@ func decideDown(r Record, state paas.State, now time.Time) Record {
 // operator resets it).
 func decideWaitingForUp(r Record, in Input, now time.Time, p Policy) (Record, Action) {
 	var dep *paas.Deployment
+	ours := func(d *paas.Deployment) bool { return d != nil && !d.At.Before(r.ActionAt.Add(-DeploymentSlack)) }
 	// An UNDEPLOY is a stop: the one that put the app to sleep may well be dated
-	// within the slack of our start, and it is never our start's deployment.
-	if d := in.Observation.Deployment; d != nil && !d.At.Before(r.ActionAt.Add(-DeploymentSlack)) && d.Action != "UNDEPLOY" {
+	// within the slack of our start, and it is never our start's deployment. But
+	// a stop whose deployment before it is ours came after our start: the app
+	// woke and was stopped from outside before we looked.
+	stoppedSince := false
+	switch d := in.Observation.Deployment; {
+	case d == nil || !ours(d):
+	case d.Action != "UNDEPLOY":
 		dep = d
+	case d.Before != nil && d.Before.Action != "UNDEPLOY" && ours(d.Before):
+		dep, stoppedSince = d.Before, true
 	}
 	kind := deploymentKind(dep)
 	wait := func() (Record, Action) {
@@ -294,6 +302,9 @@ func decideWaitingForUp(r Record, in Input, now time.Time, p Policy) (Record, Ac
 		return wait()
 	}
 	// SHOULD_BE_DOWN: the platform says so until the deployment begins.
+	if stoppedSince {
+		return enter(r, StatusDown, "stopped right after it woke up", now), ActionNone
+	}
 	switch kind {
 	case depCancelled:
 		return enter(r, StatusDown, "the start was cancelled", now), ActionNone

@@ -275,15 +275,18 @@ type jsonDeployment struct {
 }
 
 // LastDeployment reads the app's newest deployment (GET
-// {owner}/applications/{id}/deployments?limit=1); nil, nil when it has none. Errors
+// {owner}/applications/{id}/deployments?limit=2), with the one before it in Before;
+// nil, nil when it has none. Errors
 // are those of Observe.
 func (c *Client) LastDeployment(ctx context.Context, app paas.App) (*paas.Deployment, error) {
 	app, path, err := c.appPath(ctx, app)
 	if err != nil {
 		return nil, err
 	}
+	// Two: the one before the last tells a stop after a start from the stop
+	// before it (paas.Deployment.Before).
 	req := request{op: "read the last deployment of", app: app, method: http.MethodGet, path: path + "/deployments",
-		query: map[string]string{"limit": "1"}, safe: true}
+		query: map[string]string{"limit": "2"}, safe: true}
 	body, err := c.do(ctx, req)
 	if err != nil {
 		return nil, err
@@ -295,12 +298,19 @@ func (c *Client) LastDeployment(ctx context.Context, app paas.App) (*paas.Deploy
 	if len(list) == 0 {
 		return nil, nil
 	}
-	d := list[0]
+	dep := c.deployment(list[0])
+	if len(list) > 1 {
+		dep.Before = c.deployment(list[1])
+	}
+	return dep, nil
+}
+
+func (c *Client) deployment(d jsonDeployment) *paas.Deployment {
 	dep := &paas.Deployment{State: paas.DeploymentState(d.State), Action: d.Action, At: time.UnixMilli(d.Date)}
 	if d.Cause != nil {
 		dep.Cause = c.clean(*d.Cause)
 	}
-	return dep, nil
+	return dep
 }
 
 // Start asks Clever Cloud to start the app (POST {owner}/applications/{id}/instances)

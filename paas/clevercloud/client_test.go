@@ -43,7 +43,7 @@ func TestClient_PathsForOrganisationAndUserOwners(t *testing.T) {
 		}
 		want := []string{
 			"GET " + c.prefix,
-			"GET " + c.prefix + "/deployments?limit=1",
+			"GET " + c.prefix + "/deployments?limit=2",
 			"GET " + c.prefix, // Stop reads deployment.shutdownable first
 			"DELETE " + c.prefix + "/instances",
 			"POST " + c.prefix + "/instances",
@@ -159,6 +159,11 @@ func TestClient_LastDeployment(t *testing.T) {
 	}
 	clk.Add(30 * time.Second)
 	e.c.Stop(ctx, app)
+	// Stopped after the start: the stop comes with the start before it.
+	d, _ = e.c.LastDeployment(ctx, app)
+	if d.Action != "UNDEPLOY" || d.Before == nil || d.Before.Action != "DEPLOY" || d.Before.State != paas.DeploymentOK || !d.Before.At.Before(d.At) {
+		t.Errorf("stopped after a start: %+v, before it %+v", d, d.Before)
+	}
 	e.c.Start(ctx, app)
 	clk.Add(40 * time.Second)
 	d, _ = e.c.LastDeployment(ctx, app)
