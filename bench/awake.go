@@ -10,6 +10,7 @@ import (
 
 	"github.com/reapergw/reaper/bench/load"
 	"github.com/reapergw/reaper/bench/procfs"
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // Parts A to D: the awake path. One reaper runs two demo apps with the process
@@ -124,7 +125,7 @@ func setupAwake(ctx context.Context, e *env) (*awakeSetup, error) {
 
 	// Wake both apps through the plugin route: the first request is held until
 	// the process driver has started the app and seen its port open.
-	c := newClient(30 * time.Second)
+	c := clusterenv.NewClient(30 * time.Second)
 	defer c.CloseIdleConnections()
 	for i, app := range []struct {
 		host string
@@ -147,16 +148,16 @@ func setupAwake(ctx context.Context, e *env) (*awakeSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	rp := node.pid()
+	rp := node.PID()
 	s.fast = map[string]contestant{
 		kDirect: {kDirect, fastAddr, "fast.test", 0},
-		kBare:   {kBare, bareFast.addr, "bench.test", bareFast.pid()},
+		kBare:   {kBare, bareFast.addr, "bench.test", bareFast.PID()},
 		kPlain:  {kPlain, node.gateway, "plain.test", rp},
 		kPlugin: {kPlugin, node.gateway, "bench.test", rp},
 	}
 	s.slow = map[string]contestant{
 		kDirect: {kDirect, slowAddr, "slow.test", 0},
-		kBare:   {kBare, bareSlow.addr, "bench-slow.test", bareSlow.pid()},
+		kBare:   {kBare, bareSlow.addr, "bench-slow.test", bareSlow.PID()},
 		kPlain:  {kPlain, node.gateway, "plain-slow.test", rp},
 		kPlugin: {kPlugin, node.gateway, "bench-slow.test", rp},
 	}
@@ -181,17 +182,17 @@ func setupAwake(ctx context.Context, e *env) (*awakeSetup, error) {
 }
 
 // awakeConfig is the reaper of parts A to D.
-func awakeConfig(demoBin, fastAddr, slowAddr string) reaperConfig {
-	plugin := reaperPluginConfig{GracePeriod: "1h", APIBehavior: "hold", FailTimeout: "60s"}
+func awakeConfig(demoBin, fastAddr, slowAddr string) clusterenv.Config {
+	plugin := clusterenv.ReaperPluginConfig{GracePeriod: "1h", APIBehavior: "hold", FailTimeout: "60s"}
 	fastPlugin, slowPlugin := plugin, plugin
 	fastPlugin.AppID, slowPlugin.AppID = "fast", "slow"
-	return reaperConfig{
+	return clusterenv.Config{
 		Node: newNodeConfig("bench-awake"),
-		PaaS: paasConfig{Driver: "process", Apps: []appConfig{
+		PaaS: clusterenv.PaaSConfig{Driver: "process", Apps: []clusterenv.AppConfig{
 			demoApp(demoBin, "fast", fastAddr),
 			demoApp(demoBin, "slow", slowAddr, "--latency", "2ms"),
 		}},
-		Routes: []routeConfig{
+		Routes: []clusterenv.RouteConfig{
 			plainRoute("plain", "plain.test", fastAddr),
 			reaperRoute("bench", "bench.test", fastAddr, fastPlugin),
 			plainRoute("plain-slow", "plain-slow.test", slowAddr),
@@ -202,21 +203,21 @@ func awakeConfig(demoBin, fastAddr, slowAddr string) reaperConfig {
 
 // bareProxy is a running bare proxy.
 type bareProxy struct {
-	*process
+	*clusterenv.Process
 	addr string
 }
 
 func startBare(ctx context.Context, e *env, name, target string) (*bareProxy, error) {
-	p, err := startProcess(e.clean, "bare proxy ("+name+")", []string{e.bareBin, "--listen", "127.0.0.1:0", "--target", "http://" + target}, nil,
+	p, err := clusterenv.StartProcess(e.clean, "bare proxy ("+name+")", []string{e.bareBin, "--listen", "127.0.0.1:0", "--target", "http://" + target}, nil,
 		filepath.Join(e.tmp, "bareproxy-"+name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	addr, err := p.waitRegexp(ctx, bareListening, startTimeout)
+	addr, err := p.WaitRegexp(ctx, bareListening, clusterenv.StartTimeout)
 	if err != nil {
 		return nil, err
 	}
-	return &bareProxy{process: p, addr: addr}, nil
+	return &bareProxy{Process: p, addr: addr}, nil
 }
 
 // measure runs the load generator once against ct and reads the proxy's CPU time
@@ -325,7 +326,7 @@ func runAwake(ctx context.Context, e *env) ([]verdict, error) {
 		return nil, err
 	}
 	printC(e.out, c, specC)
-	if problems := s.node.log.problems(); len(problems) > 0 {
+	if problems := s.node.Log.Problems(); len(problems) > 0 {
 		fmt.Fprintf(e.out, "\n  reaper logged %d warnings or errors during A-C; the first:\n    %s\n", len(problems), problems[0])
 	}
 	return printD(e.out, a, b, c), nil

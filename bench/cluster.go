@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // Part G: a cluster of three reaper nodes (Raft over loopback, a redis-server as
@@ -50,16 +52,16 @@ func runCluster(ctx context.Context, e *env) ([]verdict, error) {
 		return nil, err
 	}
 	defer c.close()
-	lead, term, err := c.waitWhole(ctx, wholeTimeout)
+	lead, term, err := c.WaitWhole(ctx, wholeTimeout)
 	if err != nil {
 		return nil, err
 	}
-	e.progressf("G: leader %s (term %d); waiting until every node sees the %d apps Down", lead.id, term, asks)
+	e.progressf("G: leader %s (term %d); waiting until every node sees the %d apps Down", lead.ID, term, asks)
 	if err := c.waitAllDown(ctx, wholeTimeout); err != nil {
 		return nil, err
 	}
 
-	r := clusterResult{redis: redisVersion(redisBin), apps: asks, rounds: rounds}
+	r := clusterResult{redis: clusterenv.RedisVersion(redisBin), apps: asks, rounds: rounds}
 	r.asks, r.leader, err = c.measureAsks(ctx)
 	if err != nil {
 		return printG(e.out, r), fmt.Errorf("ask latency: %w", err)
@@ -73,7 +75,7 @@ func runCluster(ctx context.Context, e *env) ([]verdict, error) {
 		r.failovers = append(r.failovers, f)
 	}
 	e.progressf("G: waiting until the last killed node is back in the cluster")
-	if _, _, err := c.waitWhole(ctx, wholeTimeout); err != nil {
+	if _, _, err := c.WaitWhole(ctx, wholeTimeout); err != nil {
 		return printG(e.out, r), err
 	}
 	for _, id := range c.apps {
@@ -81,9 +83,9 @@ func runCluster(ctx context.Context, e *env) ([]verdict, error) {
 		r.restarts += c.fake.Restarts(id)
 	}
 	r.warnings = map[string]int{}
-	for _, n := range c.nodes {
-		for _, line := range n.p.log.problems() {
-			l, _ := parseJSONLine(line)
+	for _, n := range c.Nodes {
+		for _, line := range n.P.Log.Problems() {
+			l, _ := clusterenv.ParseJSONLine(line)
 			r.warnings[l.Level+" "+strconv.Quote(l.Msg)]++
 		}
 	}
@@ -92,10 +94,10 @@ func runCluster(ctx context.Context, e *env) ([]verdict, error) {
 }
 
 // errNoRedis skips part G: it is not a failure of the bench.
-var errNoRedis = errors.New("bench: redis-server is not on the PATH (" + redisInstallHint + ")")
+var errNoRedis = errors.New("bench: redis-server is not on the PATH (" + clusterenv.RedisInstallHint + ")")
 
 func printClusterSkipped(w io.Writer) {
-	fmt.Fprintf(w, "\nG. Cluster: SKIPPED: redis-server is not on the PATH; install it: %s\n", redisInstallHint)
+	fmt.Fprintf(w, "\nG. Cluster: SKIPPED: redis-server is not on the PATH; install it: %s\n", clusterenv.RedisInstallHint)
 	fmt.Fprintln(w, "   (Debian's redis-server, Redis 7, speaks the Valkey protocol; the bench starts its own on a free loopback port)")
 }
 

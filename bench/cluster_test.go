@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 func TestPrintG_VerdictsAtTheTargets(t *testing.T) {
@@ -66,7 +68,7 @@ func TestPrintG_VerdictsAtTheTargets(t *testing.T) {
 func TestRunCluster_SkippedWithoutRedisServer(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	var out, progress bytes.Buffer
-	e := &env{clean: &cleanups{}, tmp: t.TempDir(), out: &out, progress: &progress}
+	e := &env{clean: &clusterenv.Cleanups{}, tmp: t.TempDir(), out: &out, progress: &progress}
 	vs, err := runCluster(context.Background(), e)
 	if !errors.Is(err, errNoRedis) || len(vs) != 0 {
 		t.Fatalf("runCluster = %v, %v; want errNoRedis and no verdict", vs, err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reapergw/reaper/internal/clusterenv"
 	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
 )
 
@@ -45,12 +46,12 @@ type heldAnswer struct {
 // between the two) and times each start call; then it waits for every held
 // request's answer. It returns the results and the leader's id.
 func (c *benchCluster) measureAsks(ctx context.Context) ([]askResult, string, error) {
-	lead, _, err := c.waitWhole(ctx, wholeTimeout)
+	lead, _, err := c.WaitWhole(ctx, wholeTimeout)
 	if err != nil {
 		return nil, "", err
 	}
-	followers := c.others(lead)
-	hc := newClient(heldTimeout)
+	followers := c.Others(lead)
+	hc := clusterenv.NewClient(heldTimeout)
 	defer hc.CloseIdleConnections()
 	out := make([]askResult, len(c.apps))
 	var wg sync.WaitGroup
@@ -61,34 +62,34 @@ func (c *benchCluster) measureAsks(ctx context.Context) ([]askResult, string, er
 	defer cancel()
 	for i, app := range c.apps {
 		n := followers[i%len(followers)]
-		out[i].via = n.id
+		out[i].via = n.ID
 		written := make(chan time.Time, 1)
 		ended := make(chan struct{})
 		wg.Go(func() {
 			defer close(ended)
-			out[i].held = holdRequest(rctx, hc, n.gateway, clusterHost(i), app, written)
+			out[i].held = holdRequest(rctx, hc, n.Gateway, clusterHost(i), app, written)
 		})
 		var t0 time.Time
 		select {
 		case t0 = <-written:
 		case <-ended:
-			return nil, "", fmt.Errorf("request for %s through %s: %d %v", clusterHost(i), n.id, out[i].held.status, out[i].held.err)
+			return nil, "", fmt.Errorf("request for %s through %s: %d %v", clusterHost(i), n.ID, out[i].held.status, out[i].held.err)
 		case <-ctx.Done():
 			return nil, "", ctx.Err()
 		}
 		at, err := c.waitStartCall(ctx, app, startCallTimeout)
 		if err != nil {
-			return nil, "", fmt.Errorf("request for %s through %s: %w", clusterHost(i), n.id, err)
+			return nil, "", fmt.Errorf("request for %s through %s: %w", clusterHost(i), n.ID, err)
 		}
 		out[i].latency = at.Sub(t0)
-		c.e.progressf("G:   ask %d/%d through %s: start call %s after the request", i+1, len(c.apps), n.id, millis(out[i].latency))
-		if !sleepCtx(ctx, askGap) {
+		c.e.progressf("G:   ask %d/%d through %s: start call %s after the request", i+1, len(c.apps), n.ID, millis(out[i].latency))
+		if !clusterenv.SleepCtx(ctx, askGap) {
 			return nil, "", ctx.Err()
 		}
 	}
 	c.e.progressf("G: waiting for the %d held requests to be answered", len(c.apps))
 	wg.Wait()
-	return out, lead.id, nil
+	return out, lead.ID, nil
 }
 
 // waitStartCall waits until the fake has answered a start of app, and returns the
@@ -106,7 +107,7 @@ func (c *benchCluster) waitStartCall(ctx context.Context, app string, timeout ti
 		if time.Now().After(deadline) {
 			return time.Time{}, fmt.Errorf("bench: no start call for %s reached the platform within %s", app, timeout)
 		}
-		if !sleepCtx(ctx, time.Millisecond) { // poll interval; the figure is the fake's own time
+		if !clusterenv.SleepCtx(ctx, time.Millisecond) { // poll interval; the figure is the fake's own time
 			return time.Time{}, ctx.Err()
 		}
 	}

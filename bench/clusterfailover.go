@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // Part G, the leader failover: kill -9 the leader, time the new leader from the
@@ -47,9 +49,9 @@ func parseJobLine(line, msg string, minTerm uint64) (jobLine, bool) {
 }
 
 // waitJobLine waits for msg with a term of at least minTerm in p's log.
-func waitJobLine(ctx context.Context, p *process, msg string, minTerm uint64, timeout time.Duration) (jobLine, error) {
+func waitJobLine(ctx context.Context, p *clusterenv.Process, msg string, minTerm uint64, timeout time.Duration) (jobLine, error) {
 	var found jobLine
-	_, err := p.log.waitFor(ctx, timeout, func(line string) bool {
+	_, err := p.Log.WaitFor(ctx, timeout, func(line string) bool {
 		l, ok := parseJobLine(line, msg, minTerm)
 		if ok {
 			found = l
@@ -57,7 +59,7 @@ func waitJobLine(ctx context.Context, p *process, msg string, minTerm uint64, ti
 		return ok
 	})
 	if err != nil {
-		return jobLine{}, p.failure(fmt.Sprintf("did not log %q for term %d or later: %v", msg, minTerm, err))
+		return jobLine{}, p.Failure(fmt.Sprintf("did not log %q for term %d or later: %v", msg, minTerm, err))
 	}
 	return found, nil
 }
@@ -78,22 +80,22 @@ type failover struct {
 // kills the leader, measures, and restarts the killed node.
 func (c *benchCluster) failoverRound(ctx context.Context) (failover, error) {
 	began := time.Now()
-	lead, term, err := c.waitWhole(ctx, wholeTimeout)
+	lead, term, err := c.WaitWhole(ctx, wholeTimeout)
 	if err != nil {
 		return failover{}, err
 	}
-	if _, err := waitJobLine(ctx, lead.p, msgFirstPass, term, firstPassTimeout); err != nil {
+	if _, err := waitJobLine(ctx, lead.P, msgFirstPass, term, firstPassTimeout); err != nil {
 		return failover{}, err
 	}
-	f := failover{killed: lead.id, oldTerm: term}
-	survivors := c.others(lead)
+	f := failover{killed: lead.ID, oldTerm: term}
+	survivors := c.Others(lead)
 
 	killed := time.Now()
-	if err := lead.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		return f, fmt.Errorf("bench: kill -9 %s: %w", lead.id, err)
+	if err := lead.P.Signal(syscall.SIGKILL); err != nil {
+		return f, fmt.Errorf("bench: kill -9 %s: %w", lead.ID, err)
 	}
 	apiCh := make(chan apiLeader, 1)
-	go func() { apiCh <- c.pollNewLeader(ctx, survivors, lead.id, failoverTimeout) }()
+	go func() { apiCh <- c.pollNewLeader(ctx, survivors, lead.ID, failoverTimeout) }()
 	done, who, err := waitAnyJobLine(ctx, survivors, msgFirstPass, term+1, failoverTimeout)
 	api := <-apiCh
 	if err != nil {
@@ -102,27 +104,27 @@ func (c *benchCluster) failoverRound(ctx context.Context) (failover, error) {
 	if api.err != nil {
 		return f, api.err
 	}
-	running, err := waitJobLine(ctx, who.p, msgJobRunning, done.Term, time.Second)
+	running, err := waitJobLine(ctx, who.P, msgJobRunning, done.Term, time.Second)
 	if err != nil {
 		return f, err
 	}
-	f.elected, f.newTerm = who.id, done.Term
+	f.elected, f.newTerm = who.ID, done.Term
 	// killed carries a monotonic reading, the lines do not: Sub uses the wall
 	// clocks, the same machine's.
 	f.api, f.running, f.firstPass = api.at.Sub(killed), running.Time.Sub(killed), done.Time.Sub(killed)
 	f.took = time.Duration(done.Took)
 	f.apiNamed = api.id
 
-	<-lead.p.done
+	<-lead.P.Done()
 	restarted := time.Now()
-	if err := c.spawn(lead); err != nil {
+	if err := c.Spawn(lead); err != nil {
 		return f, err
 	}
-	if err := c.waitServing(ctx, lead); err != nil {
+	if err := c.WaitServing(ctx, lead); err != nil {
 		return f, err
 	}
 	f.restart = time.Since(restarted)
-	if _, _, err := c.waitWhole(ctx, wholeTimeout); err != nil {
+	if _, _, err := c.WaitWhole(ctx, wholeTimeout); err != nil {
 		return f, err
 	}
 	f.rejoined = time.Since(restarted)
@@ -140,11 +142,11 @@ type apiLeader struct {
 
 // pollNewLeader polls the nodes' /api/cluster until one names a leader other than
 // old, and says when the answer came.
-func (c *benchCluster) pollNewLeader(ctx context.Context, nodes []*clusterNode, old string, timeout time.Duration) apiLeader {
+func (c *benchCluster) pollNewLeader(ctx context.Context, nodes []*clusterenv.Node, old string, timeout time.Duration) apiLeader {
 	deadline := time.Now().Add(timeout)
 	for {
 		for _, n := range nodes {
-			st, err := c.status(ctx, n)
+			st, err := c.Status(ctx, n)
 			if err == nil && st.LeaderID != "" && st.LeaderID != old {
 				return apiLeader{id: st.LeaderID, at: time.Now()}
 			}
@@ -152,7 +154,7 @@ func (c *benchCluster) pollNewLeader(ctx context.Context, nodes []*clusterNode, 
 		if time.Now().After(deadline) {
 			return apiLeader{err: fmt.Errorf("bench: no survivor's /api/cluster named a new leader within %s of the kill", timeout)}
 		}
-		if !sleepCtx(ctx, 5*time.Millisecond) { // poll interval: the resolution of the figure
+		if !clusterenv.SleepCtx(ctx, 5*time.Millisecond) { // poll interval: the resolution of the figure
 			return apiLeader{err: ctx.Err()}
 		}
 	}
@@ -160,18 +162,18 @@ func (c *benchCluster) pollNewLeader(ctx context.Context, nodes []*clusterNode, 
 
 // waitAnyJobLine waits for msg with a term of at least minTerm in the log of any
 // of nodes, and returns the first found with its node.
-func waitAnyJobLine(ctx context.Context, nodes []*clusterNode, msg string, minTerm uint64, timeout time.Duration) (jobLine, *clusterNode, error) {
+func waitAnyJobLine(ctx context.Context, nodes []*clusterenv.Node, msg string, minTerm uint64, timeout time.Duration) (jobLine, *clusterenv.Node, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type found struct {
 		l   jobLine
-		n   *clusterNode
+		n   *clusterenv.Node
 		err error
 	}
 	ch := make(chan found, len(nodes))
 	for _, n := range nodes {
 		go func() {
-			l, err := waitJobLine(ctx, n.p, msg, minTerm, timeout)
+			l, err := waitJobLine(ctx, n.P, msg, minTerm, timeout)
 			ch <- found{l, n, err}
 		}()
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // jobLogLine returns the line reaper's JSON logger writes for msg.
@@ -48,22 +51,29 @@ func TestParseJobLine_TheJobsOwnLines(t *testing.T) {
 	}
 }
 
-// watchedProcess is a process whose log the test writes.
-func watchedProcess(name string) *process {
-	return &process{name: name, log: newLogWatch(), done: make(chan struct{})}
+// watchedProcess is a process whose log the test writes, a line at a time, to the
+// pipe it returns.
+func watchedProcess(t *testing.T, name string) (*clusterenv.Process, *io.PipeWriter) {
+	p := &clusterenv.Process{Name: name, Log: clusterenv.NewLogWatch()}
+	pr, pw := io.Pipe()
+	go p.Log.ReadLines(pr)
+	t.Cleanup(func() { pw.Close() })
+	return p, pw
 }
 
 func TestWaitAnyJobLine_FirstNodeToLogIt(t *testing.T) {
-	a := &clusterNode{id: "n1", p: watchedProcess("a")}
-	b := &clusterNode{id: "n2", p: watchedProcess("b")}
+	pa, wa := watchedProcess(t, "a")
+	pb, wb := watchedProcess(t, "b")
+	a := &clusterenv.Node{ID: "n1", P: pa}
+	b := &clusterenv.Node{ID: "n2", P: pb}
 	at := time.Now()
-	a.p.log.add([]byte(jobLogLine(t, at, msgFirstPass, "term", 3))) // the old term: not this one
-	go b.p.log.add([]byte(jobLogLine(t, at, msgFirstPass, "term", 4)))
-	l, n, err := waitAnyJobLine(context.Background(), []*clusterNode{a, b}, msgFirstPass, 4, 5*time.Second)
+	io.WriteString(wa, jobLogLine(t, at, msgFirstPass, "term", 3)+"\n") // the old term: not this one
+	go io.WriteString(wb, jobLogLine(t, at, msgFirstPass, "term", 4)+"\n")
+	l, n, err := waitAnyJobLine(context.Background(), []*clusterenv.Node{a, b}, msgFirstPass, 4, 5*time.Second)
 	if err != nil || n != b || l.Term != 4 {
 		t.Fatalf("got %+v from %v, %v; want term 4 from n2", l, n, err)
 	}
-	_, _, err = waitAnyJobLine(context.Background(), []*clusterNode{a, b}, msgFirstPass, 5, 30*time.Millisecond)
+	_, _, err = waitAnyJobLine(context.Background(), []*clusterenv.Node{a, b}, msgFirstPass, 5, 30*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "a did not log") || !strings.Contains(err.Error(), "b did not log") {
 		t.Errorf("no line for term 5: %v", err)
 	}
@@ -86,14 +96,14 @@ func TestPollNewLeader_ThePeerThatNamesAnotherLeader(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := &benchCluster{adminToken: "tok", admin: newClient(time.Second)}
-	n := &clusterNode{id: "n2", apiAddr: strings.TrimPrefix(srv.URL, "http://")}
-	got := c.pollNewLeader(context.Background(), []*clusterNode{n}, "n1", 5*time.Second)
+	n := &clusterenv.Node{ID: "n2", APIAddr: strings.TrimPrefix(srv.URL, "http://")}
+	c := &benchCluster{Cluster: clusterenv.New("reaper", "tok", &clusterenv.Cleanups{}, []*clusterenv.Node{n})}
+	got := c.pollNewLeader(context.Background(), []*clusterenv.Node{n}, "n1", 5*time.Second)
 	if got.err != nil || got.id != "n3" || polls.Load() != 3 {
 		t.Fatalf("pollNewLeader = %+v after %d polls", got, polls.Load())
 	}
-	c.adminToken = "wrong"
-	if got := c.pollNewLeader(context.Background(), []*clusterNode{n}, "n1", 30*time.Millisecond); got.err == nil {
+	c.AdminToken = "wrong"
+	if got := c.pollNewLeader(context.Background(), []*clusterenv.Node{n}, "n1", 30*time.Millisecond); got.err == nil {
 		t.Errorf("refused polls named %q", got.id)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reapergw/reaper/config"
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // TestConfigs_LoadWithReapersOwnLoader checks every configuration the bench
@@ -20,7 +21,7 @@ func TestConfigs_LoadWithReapersOwnLoader(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		cfg    reaperConfig
+		cfg    clusterenv.Config
 		apps   int
 		routes int
 	}{
@@ -32,7 +33,7 @@ func TestConfigs_LoadWithReapersOwnLoader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			path, err := writeConfig(dir, tt.cfg)
+			path, err := clusterenv.WriteConfig(dir, tt.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,15 +56,15 @@ func TestConfigs_LoadWithReapersOwnLoader(t *testing.T) {
 }
 
 func TestConfigs_WhatEachPartNeeds(t *testing.T) {
-	y := func(c reaperConfig) string {
-		path, err := writeConfig(t.TempDir(), c)
+	y := func(c clusterenv.Config) string {
+		path, err := clusterenv.WriteConfig(t.TempDir(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := os.ReadFile(path)
 		return string(b)
 	}
-	if got := awakeConfig("/d", "127.0.0.1:20001", "127.0.0.1:20002").programs(); !slices.Equal(got, []string{"/d"}) {
+	if got := awakeConfig("/d", "127.0.0.1:20001", "127.0.0.1:20002").Programs(); !slices.Equal(got, []string{"/d"}) {
 		t.Errorf("programs of the awake config: %q, want the demo app once", got)
 	}
 	awake := y(awakeConfig("/d", "127.0.0.1:20001", "127.0.0.1:20002"))

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/bench/procfs"
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // Part F: one node holding 10,000 requests for one sleeping app. The app takes
@@ -73,7 +74,7 @@ type heldParams struct {
 	what string // the app, in progress lines: "a demo app"
 	// app returns the app's configuration: listening on addr, opening its port
 	// heldBootDelay after its start. Its ID names the route and reaper's directory.
-	app func(addr string) (appConfig, error)
+	app func(addr string) (clusterenv.AppConfig, error)
 	// profile saves the -profile heap profiles while every request is held.
 	profile bool
 	// appStats, when set, asks the app (at addr) what it saw, once every answer is in.
@@ -84,7 +85,7 @@ type heldParams struct {
 func runHeld(ctx context.Context, e *env) ([]verdict, error) {
 	r, err := measureHeld(ctx, e, heldParams{
 		part: "F", host: heldHost, what: "a demo app", profile: true,
-		app: func(addr string) (appConfig, error) { return heldDemoApp(e.demoBin, addr), nil },
+		app: func(addr string) (clusterenv.AppConfig, error) { return heldDemoApp(e.demoBin, addr), nil },
 	})
 	if err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func measureHeld(ctx context.Context, e *env, p heldParams) (heldReport, error) 
 			return heldReport{}, err
 		}
 	}
-	peak, fds, samples, err := run.sampleRSS(ctx, node.pid(), addr, started)
+	peak, fds, samples, err := run.sampleRSS(ctx, node.PID(), addr, started)
 	if err != nil {
 		return heldReport{}, err
 	}
@@ -149,11 +150,11 @@ func measureHeld(ctx context.Context, e *env, p heldParams) (heldReport, error) 
 		return heldReport{}, err
 	}
 	releaseTime := time.Since(released)
-	after, _ := procfs.ReadMemory(node.pid())
+	after, _ := procfs.ReadMemory(node.PID())
 	r := heldReport{
 		n: n, written: written, allHeld: allHeld, socks: socks, idle: idle, peak: peak, samples: samples,
-		fds: fds, releaseTime: releaseTime, okAfter: run.okAfter(released), after: after, tally: run.tally(), woken: node.log.countMsg("app woken", app.ID),
-		problems: node.log.problems(),
+		fds: fds, releaseTime: releaseTime, okAfter: run.okAfter(released), after: after, tally: run.tally(), woken: node.Log.CountMsg("app woken", app.ID),
+		problems: node.Log.Problems(),
 	}
 	if p.appStats != nil {
 		if r.appStats, err = p.appStats(ctx, addr); err != nil {
@@ -167,13 +168,13 @@ func measureHeld(ctx context.Context, e *env, p heldParams) (heldReport, error) 
 // connections it used for that, and returns reaper's memory then: idle, before
 // any request is held.
 func waitHeldIdle(ctx context.Context, node *reaperNode, host string) (procfs.Memory, error) {
-	c := newClient(10 * time.Second)
-	err := waitStatus(ctx, c, node.gateway, host, "Down", startTimeout)
+	c := clusterenv.NewClient(10 * time.Second)
+	err := clusterenv.WaitStatus(ctx, c, node.gateway, host, "Down", clusterenv.StartTimeout)
 	c.CloseIdleConnections() // only the held requests may be connected from here on
 	if err != nil {
 		return procfs.Memory{}, err
 	}
-	return procfs.ReadMemory(node.pid())
+	return procfs.ReadMemory(node.PID())
 }
 
 // waitAllHeld waits until reaper has read every request: every connection to the
@@ -198,7 +199,7 @@ func (run *heldRun) waitAllHeld(ctx context.Context, gateway string, started tim
 		if time.Now().After(deadline) {
 			return socks, fmt.Errorf("not all %d requests held %s after the first: sockets %+v", n, time.Since(started).Round(time.Millisecond), socks)
 		}
-		if !sleepCtx(ctx, 50*time.Millisecond) { // poll /proc
+		if !clusterenv.SleepCtx(ctx, 50*time.Millisecond) { // poll /proc
 			return socks, ctx.Err()
 		}
 	}
@@ -232,7 +233,7 @@ func (run *heldRun) sampleRSS(ctx context.Context, pid int, appAddr string, star
 		if time.Since(started) > heldBootDelay+answerTimeout {
 			return peak, fds, samples, errors.New("the app never opened its port")
 		}
-		if !sleepCtx(ctx, 100*time.Millisecond) { // sampling interval
+		if !clusterenv.SleepCtx(ctx, 100*time.Millisecond) { // sampling interval
 			return peak, fds, samples, ctx.Err()
 		}
 	}
@@ -274,19 +275,19 @@ func (run *heldRun) waitAnswers(ctx context.Context, timeout time.Duration) erro
 
 // heldConfig is the reaper of parts F and F2: app, sleeping, behind a route for
 // host that holds its requests; the route and the node are named after app.ID.
-func heldConfig(host string, app appConfig) reaperConfig {
-	return reaperConfig{
+func heldConfig(host string, app clusterenv.AppConfig) clusterenv.Config {
+	return clusterenv.Config{
 		Node:   newNodeConfig("bench-" + app.ID),
-		Reaper: &jobConfig{MaxHeld: heldMax}, // the default, half the open-file limit, is about n
-		PaaS:   paasConfig{Driver: "process", Apps: []appConfig{app}},
-		Routes: []routeConfig{reaperRoute(app.ID, host, app.Ready.TCP, reaperPluginConfig{
+		Reaper: &clusterenv.JobConfig{MaxHeld: heldMax}, // the default, half the open-file limit, is about n
+		PaaS:   clusterenv.PaaSConfig{Driver: "process", Apps: []clusterenv.AppConfig{app}},
+		Routes: []clusterenv.RouteConfig{reaperRoute(app.ID, host, app.Ready.TCP, clusterenv.ReaperPluginConfig{
 			AppID: app.ID, GracePeriod: "1h", FailTimeout: "5m", APIBehavior: "hold", MaxHeld: heldMax,
 		})},
 	}
 }
 
 // heldDemoApp is part F's app: the demo app, on addr, booting in heldBootDelay.
-func heldDemoApp(demoBin, addr string) appConfig {
+func heldDemoApp(demoBin, addr string) clusterenv.AppConfig {
 	return demoApp(demoBin, "held", addr, "--boot-delay", heldBootDelay.String())
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/reapergw/reaper/internal/clusterenv"
 	"github.com/reapergw/reaper/internal/pyapp"
 )
 
@@ -37,7 +38,7 @@ func runHeldPython(ctx context.Context, e *env) ([]verdict, error) {
 	}
 	r, err := measureHeld(ctx, e, heldParams{
 		part: "F2", host: pyHeldHost, what: "the Python app (listen backlog 5)",
-		app:      func(addr string) (appConfig, error) { return heldPyApp(python, e.tmp, addr) },
+		app:      func(addr string) (clusterenv.AppConfig, error) { return heldPyApp(python, e.tmp, addr) },
 		appStats: pyAppStats,
 	})
 	if err != nil {
@@ -48,17 +49,17 @@ func runHeldPython(ctx context.Context, e *env) ([]verdict, error) {
 
 // heldPyApp is part F2's app: the Python app, its script written into dir, on
 // addr, booting in heldBootDelay.
-func heldPyApp(python, dir, addr string) (appConfig, error) {
+func heldPyApp(python, dir, addr string) (clusterenv.AppConfig, error) {
 	argv, err := pyapp.Command(python, dir, pyapp.App{Addr: addr, Name: "pyheld", BootDelay: heldBootDelay})
 	if err != nil {
-		return appConfig{}, err
+		return clusterenv.AppConfig{}, err
 	}
-	return appConfig{ID: "pyheld", Command: argv, Ready: readyConfig{TCP: addr}, StopTimeout: "5s"}, nil
+	return clusterenv.AppConfig{ID: "pyheld", Command: argv, Ready: clusterenv.ReadyConfig{TCP: addr}, StopTimeout: "5s"}, nil
 }
 
 // pyAppStats asks the Python app at addr, directly, for its /_stats.
 func pyAppStats(ctx context.Context, addr string) (string, error) {
-	c := newClient(10 * time.Second)
+	c := clusterenv.NewClient(10 * time.Second)
 	defer c.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/_stats", nil)
 	if err != nil {

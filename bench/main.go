@@ -32,6 +32,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 func main() {
@@ -93,7 +95,7 @@ type env struct {
 	reaperBin string
 	demoBin   string
 	bareBin   string
-	clean     *cleanups
+	clean     *clusterenv.Cleanups
 	out       io.Writer // the report
 	progress  io.Writer // what is running now
 }
@@ -112,8 +114,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	cl := &cleanups{}
-	defer cl.run()
+	cl := &clusterenv.Cleanups{}
+	defer cl.Run()
 	e, err := setup(ctx, opts, cl, stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
@@ -147,7 +149,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // setup finds the repository and the binaries, builds the bare proxy, and raises
 // the open-file limit (the children inherit it).
-func setup(ctx context.Context, opts options, cl *cleanups, stdout, stderr io.Writer) (*env, error) {
+func setup(ctx context.Context, opts options, cl *clusterenv.Cleanups, stdout, stderr io.Writer) (*env, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
@@ -159,7 +161,7 @@ func setup(ctx context.Context, opts options, cl *cleanups, stdout, stderr io.Wr
 	if err != nil {
 		return nil, err
 	}
-	cl.push(func() { os.RemoveAll(tmp) })
+	cl.Push(func() { os.RemoveAll(tmp) })
 	e := &env{opts: opts, root: root, tmp: tmp, clean: cl, out: stdout, progress: stderr}
 
 	goTool := goCommand()

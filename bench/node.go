@@ -5,58 +5,57 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
+	"slices"
+	"syscall"
 
+	"github.com/reapergw/reaper/bench/procfs"
+	"github.com/reapergw/reaper/internal/clusterenv"
 	"github.com/reapergw/reaper/internal/freeport"
 )
 
 // reaperNode is a reaper started by the bench.
 type reaperNode struct {
-	*process
+	*clusterenv.Process
 	gateway  string // host:port of the gateway listener
 	dataDir  string
 	programs []string // those of its apps: what killApps may kill
 }
 
-// startTimeout bounds how long reaper may take to start listening.
-const startTimeout = 20 * time.Second
-
 // startReaper writes cfg under a directory of its own and starts reaper on it,
 // logging JSON; it returns once reaper has logged "reaper started". Stopping it,
 // and then killing the apps it started (those that still run a program of cfg's
 // apps), is pushed onto the cleanup stack.
-func startReaper(ctx context.Context, e *env, name string, cfg reaperConfig) (*reaperNode, error) {
+func startReaper(ctx context.Context, e *env, name string, cfg clusterenv.Config) (*reaperNode, error) {
 	dir := filepath.Join(e.tmp, name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
-	path, err := writeConfig(dir, cfg)
+	path, err := clusterenv.WriteConfig(dir, cfg)
 	if err != nil {
 		return nil, err
 	}
-	n := &reaperNode{dataDir: filepath.Join(dir, "data"), programs: cfg.programs()}
+	n := &reaperNode{dataDir: filepath.Join(dir, "data"), programs: cfg.Programs()}
 	// Pushed first, so it runs after reaper has stopped: reaper leaves its apps
 	// running on purpose.
-	e.clean.push(func() { killApps(n.dataDir, n.programs...) })
+	e.clean.Push(func() { killApps(n.dataDir, n.programs...) })
 	args := []string{e.reaperBin, "serve", "--config", path, "--log-format", "json"}
 	environ := os.Environ()
 	if e.opts.profile != "" {
 		environ = append(environ, pprofEnv)
 	}
-	p, err := startProcess(e.clean, "reaper ("+name+")", args, environ, filepath.Join(dir, "reaper.log"))
+	p, err := clusterenv.StartProcess(e.clean, "reaper ("+name+")", args, environ, filepath.Join(dir, "reaper.log"))
 	if err != nil {
 		return nil, err
 	}
-	n.process = p
-	gw, err := p.waitMsg(ctx, "gateway listening", startTimeout)
+	n.Process = p
+	gw, err := p.WaitMsg(ctx, "gateway listening", clusterenv.StartTimeout)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.waitMsg(ctx, "reaper started", startTimeout); err != nil {
+	if _, err := p.WaitMsg(ctx, "reaper started", clusterenv.StartTimeout); err != nil {
 		return nil, err
 	}
 	n.gateway = gw.Addr
@@ -65,7 +64,7 @@ func startReaper(ctx context.Context, e *env, name string, cfg reaperConfig) (*r
 
 // shutdown stops reaper, then the apps it started.
 func (n *reaperNode) shutdown() {
-	n.stop()
+	n.Stop()
 	killApps(n.dataDir, n.programs...)
 }
 
@@ -75,43 +74,6 @@ func (n *reaperNode) shutdown() {
 // many to the app, and an app port inside the range could already be the local
 // port of one of them when the app starts listening.
 func freeAddr() (string, error) { return freeport.Pick() }
-
-// newClient returns an HTTP client for single requests (warm-ups, status polls,
-// wakes): keep-alive, no proxy from the environment.
-func newClient(timeout time.Duration) *http.Client {
-	return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}, Timeout: timeout}
-}
-
-// answer is one HTTP answer read whole.
-type answer struct {
-	status     int
-	header     http.Header
-	body       []byte
-	receivedAt time.Time // when the last byte of the body was read
-}
-
-// get sends GET / to addr with the Host header host and extra headers, and reads
-// the answer whole.
-func get(ctx context.Context, c *http.Client, addr, host string, header map[string]string) (answer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
-	if err != nil {
-		return answer{}, err
-	}
-	req.Host = host
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "reaper-bench")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return answer{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	a := answer{status: resp.StatusCode, header: resp.Header, body: body, receivedAt: time.Now()}
-	return a, err
-}
 
 // appInfo is the part of the demo app's answer to "/" the bench reads.
 type appInfo struct {
@@ -123,17 +85,17 @@ type appInfo struct {
 var errStaleDemoApp = errors.New("bench: the demo app's answer has no listening_at: bin/demoapp is older than cmd/demoapp; run `make build` (or `make bench`)")
 
 // getApp sends GET / and decodes the demo app's answer, which must be a 200.
-func getApp(ctx context.Context, c *http.Client, addr, host string) (appInfo, answer, error) {
-	a, err := get(ctx, c, addr, host, nil)
+func getApp(ctx context.Context, c *http.Client, addr, host string) (appInfo, clusterenv.Answer, error) {
+	a, err := clusterenv.Get(ctx, c, addr, host, nil)
 	if err != nil {
 		return appInfo{}, a, err
 	}
-	if a.status != http.StatusOK {
-		return appInfo{}, a, fmt.Errorf("bench: GET http://%s/ (Host %s) answered %d: %.200s", addr, host, a.status, a.body)
+	if a.Status != http.StatusOK {
+		return appInfo{}, a, fmt.Errorf("bench: GET http://%s/ (Host %s) answered %d: %.200s", addr, host, a.Status, a.Body)
 	}
 	var info appInfo
-	if err := json.Unmarshal(a.body, &info); err != nil || info.PID == 0 {
-		return appInfo{}, a, fmt.Errorf("bench: GET http://%s/ (Host %s): not the demo app's answer: %.200s", addr, host, a.body)
+	if err := json.Unmarshal(a.Body, &info); err != nil || info.PID == 0 {
+		return appInfo{}, a, fmt.Errorf("bench: GET http://%s/ (Host %s): not the demo app's answer: %.200s", addr, host, a.Body)
 	}
 	if info.ListeningAt == "" {
 		return info, a, errStaleDemoApp
@@ -141,52 +103,32 @@ func getApp(ctx context.Context, c *http.Client, addr, host string) (appInfo, an
 	return info, a, nil
 }
 
-// appStatus asks reaper for the status of the app behind host (the
-// CleverCloud-Reaper: status header: never traffic, never a wake).
-func appStatus(ctx context.Context, c *http.Client, gateway, host string) (string, error) {
-	a, err := get(ctx, c, gateway, host, map[string]string{"CleverCloud-Reaper": "status"})
-	if err != nil {
-		return "", err
-	}
-	var st struct {
-		Status string `json:"status"`
-	}
-	if a.status != http.StatusOK || json.Unmarshal(a.body, &st) != nil || st.Status == "" {
-		return "", fmt.Errorf("bench: status request answered %d: %.200s", a.status, a.body)
-	}
-	return st.Status, nil
-}
-
-// waitStatus polls the app's status until it is want.
-func waitStatus(ctx context.Context, c *http.Client, gateway, host, want string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		st, err := appStatus(ctx, c, gateway, host)
+// killApps kills the apps a reaper started (and left running when it stopped, as
+// it is meant to): the pids of its process driver's pid files under dataDir,
+// provided the process still runs one of programs (a pid may have been reused
+// since).
+func killApps(dataDir string, programs ...string) {
+	files, _ := filepath.Glob(filepath.Join(dataDir, "process", "*.pid"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
 		if err != nil {
-			return err
+			continue
 		}
-		if st == want {
-			return nil
+		var rec struct {
+			PID  int `json:"pid"`
+			PGID int `json:"pgid"`
 		}
-		last = st
-		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: app behind %s still %s after %s, want %s", host, last, timeout, want)
+		if json.Unmarshal(b, &rec) != nil || rec.PID <= 0 {
+			continue
 		}
-		if !sleepCtx(ctx, 20*time.Millisecond) { // poll interval
-			return ctx.Err()
+		argv, err := procfs.Cmdline(rec.PID)
+		if err != nil || len(argv) == 0 || !slices.Contains(programs, argv[0]) {
+			continue
 		}
-	}
-}
-
-// sleepCtx waits for d and reports whether it did (false: ctx ended first).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+		target := rec.PID
+		if rec.PGID > 0 {
+			target = -rec.PGID // the app's whole group, as reaper stops it
+		}
+		_ = syscall.Kill(target, syscall.SIGKILL)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // Profiling, for `go run ./bench -profile FILE`: the bench builds its own reaper
@@ -62,7 +64,7 @@ func buildProfilingReaper(ctx context.Context, e *env, goTool string) (string, e
 
 // pprofAddr waits for the profiling reaper's pprof listener.
 func (n *reaperNode) pprofAddr(ctx context.Context) (string, error) {
-	l, err := n.waitMsg(ctx, "bench pprof listening", startTimeout)
+	l, err := n.WaitMsg(ctx, "bench pprof listening", clusterenv.StartTimeout)
 	return l.Addr, err
 }
 
@@ -108,7 +110,7 @@ func profileHook(ctx context.Context, e *env, n *reaperNode, spec runSpec, key, 
 		done := make(chan error, 1)
 		go func() {
 			// The profile covers the warm-up's end and the measured window.
-			if !sleepCtx(ctx, spec.warmup/2) {
+			if !clusterenv.SleepCtx(ctx, spec.warmup/2) {
 				done <- ctx.Err()
 				return
 			}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // Part E: wake latency. One reaper runs wakeApps demo apps, app i taking
@@ -76,7 +78,7 @@ func runWake(ctx context.Context, e *env) ([]verdict, error) {
 		return nil, err
 	}
 	defer node.shutdown()
-	c := newClient(30 * time.Second)
+	c := clusterenv.NewClient(30 * time.Second)
 	defer c.CloseIdleConnections()
 
 	// Prime: wake every app at once, then let reaper put them all to sleep.
@@ -99,7 +101,7 @@ func runWake(ctx context.Context, e *env) ([]verdict, error) {
 		for i := range n {
 			// The app woken in the previous round is asleep again by now, or
 			// soon: it was woken n-1 wakes ago.
-			if err := waitStatus(ctx, c, node.gateway, wakeHost(i), "Down", sleepTimeout); err != nil {
+			if err := clusterenv.WaitStatus(ctx, c, node.gateway, wakeHost(i), "Down", sleepTimeout); err != nil {
 				return nil, err
 			}
 			if i == 0 {
@@ -116,7 +118,7 @@ func runWake(ctx context.Context, e *env) ([]verdict, error) {
 	// Context: the first app again, as soon as reaper has put it back to sleep,
 	// within seconds of its previous wake ask.
 	e.progressf("E: one more wake of %s right after it went back to sleep", wakeApp(0))
-	if err := waitStatus(ctx, c, node.gateway, wakeHost(0), "Down", sleepTimeout); err != nil {
+	if err := clusterenv.WaitStatus(ctx, c, node.gateway, wakeHost(0), "Down", sleepTimeout); err != nil {
 		return nil, err
 	}
 	sinceAsk := time.Since(lastAsk)
@@ -127,21 +129,21 @@ func runWake(ctx context.Context, e *env) ([]verdict, error) {
 
 	starts := make([]int, n)
 	for i := range n {
-		starts[i] = node.log.countMsg("app woken", wakeApp(i))
+		starts[i] = node.Log.CountMsg("app woken", wakeApp(i))
 	}
 	return printE(e.out, got, rounds, starts, quick, sinceAsk), nil
 }
 
 // wakeConfig is the reaper of part E: one app per address.
-func wakeConfig(demoBin string, addrs []string) reaperConfig {
-	cfg := reaperConfig{
+func wakeConfig(demoBin string, addrs []string) clusterenv.Config {
+	cfg := clusterenv.Config{
 		Node:   newNodeConfig("bench-wake"),
-		Reaper: &jobConfig{JobInterval: "1s"},
-		PaaS:   paasConfig{Driver: "process"},
+		Reaper: &clusterenv.JobConfig{JobInterval: "1s"},
+		PaaS:   clusterenv.PaaSConfig{Driver: "process"},
 	}
 	for i, addr := range addrs {
 		cfg.PaaS.Apps = append(cfg.PaaS.Apps, demoApp(demoBin, wakeApp(i), addr, "--boot-delay", wakeBoot(i).String()))
-		cfg.Routes = append(cfg.Routes, reaperRoute(wakeApp(i), wakeHost(i), addr, reaperPluginConfig{
+		cfg.Routes = append(cfg.Routes, reaperRoute(wakeApp(i), wakeHost(i), addr, clusterenv.ReaperPluginConfig{
 			AppID: wakeApp(i), GracePeriod: "1s", FailTimeout: "30s", APIBehavior: "hold",
 		}))
 	}
@@ -159,9 +161,9 @@ func measureWake(ctx context.Context, c *http.Client, gateway, host string) (wak
 	if err != nil {
 		return wake{}, fmt.Errorf("listening_at %q: %w", info.ListeningAt, err)
 	}
-	// a.receivedAt carries a monotonic reading and listening does not: Sub then
+	// a.ReceivedAt carries a monotonic reading and listening does not: Sub then
 	// uses the wall clocks, which is what both are.
-	return wake{latency: a.receivedAt.Sub(listening), total: a.receivedAt.Sub(t0), pid: info.PID}, nil
+	return wake{latency: a.ReceivedAt.Sub(listening), total: a.ReceivedAt.Sub(t0), pid: info.PID}, nil
 }
 
 // printE prints part E: got are the measured wakes, rounds wakes of each app in
