@@ -39,6 +39,7 @@ func (f *Fake) apiHandler(k hostKind) http.Handler {
 			App: appFromPath(r.URL.Path), At: f.opts.Now(), UserAgent: r.UserAgent(), Accept: r.Header.Get("Accept"),
 			ContentLength: r.ContentLength, TransferEncoding: slices.Clone(r.TransferEncoding),
 			ContentLengthHeader: slices.Clone(r.Header.Values("Content-Length"))}
+		call.State = f.stateOf(call.App, call.At)
 		defer func() {
 			call.Status = rec.status
 			if call.Status == 0 {
@@ -66,6 +67,20 @@ func (f *Fake) apiHandler(k hostKind) http.Handler {
 		}
 		mux.ServeHTTP(rec, r)
 	})
+}
+
+// stateOf returns the state the API shows for the app at now, or "" for an
+// unknown app.
+func (f *Fake) stateOf(appID string, now time.Time) string {
+	if appID == "" {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a := f.apps[appID]; a != nil {
+		return a.view(now, f.tm).state
+	}
+	return ""
 }
 
 func isV4(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/v4/") }

@@ -99,6 +99,10 @@ type Call struct {
 	At     time.Time
 	Status int    // 499 when the client went away first
 	Fault  string // the fault that answered, if any
+	// State is the app's state, as the API showed it, when the call arrived
+	// (before the call's own effect): a start accepted while it said SHOULD_BE_UP
+	// restarted the app. Empty for an API call that names no app, or an unknown one.
+	State string
 	// UserAgent and Accept are the request's headers of those names.
 	UserAgent, Accept string
 	// How the request framed its body, as the server read it: ContentLength

@@ -169,6 +169,16 @@ func TestTransitions_StartOfAnUpAppRestartsItAndIsCounted(t *testing.T) {
 	if f.Starts(testApp) != 1 || f.Restarts(testApp) != 1 {
 		t.Errorf("starts %d restarts %d, want 1 and 1", f.Starts(testApp), f.Restarts(testApp))
 	}
+	// The call log says what the app was when the start came: up.
+	var states []string
+	for _, c := range f.Calls() {
+		if c.Method == http.MethodPost {
+			states = append(states, c.State)
+		}
+	}
+	if len(states) != 1 || states[0] != StateShouldBeUp {
+		t.Errorf("states of the start calls %q, want [SHOULD_BE_UP]", states)
+	}
 }
 
 func TestTransitions_InitialStates(t *testing.T) {
