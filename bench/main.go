@@ -150,7 +150,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // setup finds the repository and the binaries, builds the bare proxy, and raises
 // the open-file limit (the children inherit it).
 func setup(ctx context.Context, opts options, cl *clusterenv.Cleanups, stdout, stderr io.Writer) (*env, error) {
-	root, err := repoRoot()
+	root, err := clusterenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -164,19 +164,10 @@ func setup(ctx context.Context, opts options, cl *clusterenv.Cleanups, stdout, s
 	cl.Push(func() { os.RemoveAll(tmp) })
 	e := &env{opts: opts, root: root, tmp: tmp, clean: cl, out: stdout, progress: stderr}
 
-	goTool := goCommand()
-	build := func(out string, pkgs ...string) error {
-		args := append([]string{"build", "-trimpath", "-o", out}, pkgs...)
-		cmd := exec.CommandContext(ctx, goTool, args...)
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, b)
-		}
-		return nil
-	}
+	build := func(out string, pkgs ...string) error { return clusterenv.Build(ctx, root, out, pkgs...) }
 	e.reaperBin = filepath.Join(root, "bin", "reaper")
 	e.demoBin = filepath.Join(root, "bin", "demoapp")
-	if !isFile(e.reaperBin) || !isFile(e.demoBin) {
+	if !clusterenv.IsFile(e.reaperBin) || !clusterenv.IsFile(e.demoBin) {
 		// `go run ./bench` without `make build`: build them here, not in bin/.
 		e.progressf("bin/reaper or bin/demoapp missing (make bench builds them): building both into %s", tmp)
 		e.reaperBin, e.demoBin = filepath.Join(tmp, "reaper"), filepath.Join(tmp, "demoapp")
@@ -185,7 +176,7 @@ func setup(ctx context.Context, opts options, cl *clusterenv.Cleanups, stdout, s
 		}
 	}
 	if opts.profile != "" {
-		if e.reaperBin, err = buildProfilingReaper(ctx, e, goTool); err != nil {
+		if e.reaperBin, err = buildProfilingReaper(ctx, e, clusterenv.GoCommand()); err != nil {
 			return nil, err
 		}
 	}
@@ -194,43 +185,6 @@ func setup(ctx context.Context, opts options, cl *clusterenv.Cleanups, stdout, s
 		return nil, err
 	}
 	return e, nil
-}
-
-// repoRoot walks up from the working directory to the go.mod of the module.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/reapergw/reaper\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run the bench from the reaper repository (no go.mod of github.com/reapergw/reaper above the working directory)")
-		}
-		dir = parent
-	}
-}
-
-// goCommand returns the go tool: $GOROOT/bin/go when GOROOT is set (as `go run`
-// and make may leave it), else the one on PATH.
-func goCommand() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); isFile(p) {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "go"
-}
-
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
 }
 
 // raiseFileLimit sets the soft limit of open files to the hard limit: the held

@@ -2,8 +2,6 @@ package main
 
 import (
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -19,20 +17,6 @@ func TestParseOptions(t *testing.T) {
 	}
 	if _, err := parseOptions([]string{"-only", "awake,speed"}, io.Discard); err == nil || !strings.Contains(err.Error(), `"speed"`) {
 		t.Errorf("unknown part: %v", err)
-	}
-}
-
-func TestRepoRoot_FromTheBenchFolder(t *testing.T) {
-	root, err := repoRoot() // tests run in bench/
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "bench", "main.go")); err != nil {
-		t.Errorf("root %s has no bench/main.go: %v", root, err)
-	}
-	t.Chdir(t.TempDir())
-	if _, err := repoRoot(); err == nil {
-		t.Error("found a repository root above an empty temporary directory")
 	}
 }
 
