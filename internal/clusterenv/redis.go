@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,12 +38,15 @@ type RedisOptions struct {
 	Persist bool
 }
 
-// Redis is a redis-server started by StartRedis.
+// Redis is a redis-server started by StartRedis. Its methods are safe for
+// concurrent use.
 type Redis struct {
 	// Addr is host:port; a Restart keeps it.
 	Addr string
 	opts RedisOptions
 	cl   *Cleanups
+
+	mu   sync.Mutex // held by Kill, Restart and Stop while they act
 	runs int
 	p    *Process
 }
@@ -63,7 +67,10 @@ func StartRedis(ctx context.Context, cl *Cleanups, opts RedisOptions) (*Redis, e
 		}
 		_, port, _ := net.SplitHostPort(addr)
 		r.Addr = net.JoinHostPort(opts.Host, port)
-		if lastErr = r.start(ctx); lastErr == nil {
+		r.mu.Lock()
+		lastErr = r.start(ctx)
+		r.mu.Unlock()
+		if lastErr == nil {
 			return r, nil
 		}
 		if ctx.Err() != nil {
@@ -73,10 +80,12 @@ func StartRedis(ctx context.Context, cl *Cleanups, opts RedisOptions) (*Redis, e
 	return nil, lastErr
 }
 
-// start runs redis-server on r.Addr and waits for its PONG.
+// start runs redis-server on r.Addr and waits for its PONG; r.mu is held.
 func (r *Redis) start(ctx context.Context) error {
 	_, port, _ := net.SplitHostPort(r.Addr)
-	argv := []string{r.opts.Bin, "--port", port, "--bind", r.opts.Host, "--dir", r.opts.Dir, "--save", ""}
+	// Protected mode would refuse every client but loopback ones: the nodes of a
+	// cluster in network namespaces of their own come from other addresses.
+	argv := []string{r.opts.Bin, "--port", port, "--bind", r.opts.Host, "--dir", r.opts.Dir, "--save", "", "--protected-mode", "no"}
 	if r.opts.Persist {
 		argv = append(argv, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
@@ -109,6 +118,8 @@ func (r *Redis) start(ctx context.Context) error {
 
 // Kill ends the server with SIGKILL, as a crash would, and waits for its exit.
 func (r *Redis) Kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.p == nil || r.p.Exited() {
 		return
 	}
@@ -119,6 +130,8 @@ func (r *Redis) Kill() {
 // Restart starts the server again on the same address (after Kill or Stop) and
 // waits until it answers PING. It fails when the port was taken meanwhile.
 func (r *Redis) Restart(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.p != nil && !r.p.Exited() {
 		return fmt.Errorf("clusterenv: redis-server on %s still runs", r.Addr)
 	}
@@ -128,13 +141,19 @@ func (r *Redis) Restart(ctx context.Context) error {
 // Stop stops the server (SIGTERM, then SIGKILL after the grace). Safe to call
 // more than once.
 func (r *Redis) Stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.p != nil {
 		r.p.Stop()
 	}
 }
 
 // Running reports whether a server process runs now.
-func (r *Redis) Running() bool { return r.p != nil && !r.p.Exited() }
+func (r *Redis) Running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p != nil && !r.p.Exited()
+}
 
 // Ping sends PING to addr and expects +PONG.
 func Ping(addr string) error {
