@@ -1,0 +1,249 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
+)
+
+// The injector strikes each fault of the schedule at its time, on a goroutine of
+// its own, and undoes it when it has lasted: a killed or stopped node is started
+// again on its data directory, a cut one reconnected, redis-server restarted on
+// its address with its append-only file, the API's faults cleared.
+
+// injection is one fault as it ran.
+type injection struct {
+	fault   fault
+	at, end time.Time // struck; undone (the node serving again, the API healed, …)
+	node    int       // the node it hit, or -1
+	app     int       // the app it concerned, or -1
+	detail  string    // what it found and did
+	skipped string    // why it did not strike
+	failed  string    // what could not be undone
+}
+
+// injector runs a schedule's faults.
+type injector struct {
+	w  *world
+	t  *traffic
+	wg sync.WaitGroup
+
+	mu   sync.Mutex
+	done []injection
+	sent int // requests it sent itself
+}
+
+// run strikes every fault at its time and returns once the last has struck (not
+// once it is undone: wait does that).
+func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
+	for _, f := range faults {
+		if !sleepUntil(ctx, start.Add(f.at)) {
+			return
+		}
+		in.wg.Go(func() {
+			inj := in.strike(ctx, f)
+			in.mu.Lock()
+			in.done = append(in.done, inj)
+			in.mu.Unlock()
+		})
+	}
+}
+
+// wait waits until every fault struck is undone.
+func (in *injector) wait() { in.wg.Wait() }
+
+// injections returns the faults that ran, in the order they struck.
+func (in *injector) injections() []injection {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := slices.Clone(in.done)
+	slices.SortStableFunc(out, func(a, b injection) int { return cmp.Compare(a.fault.at, b.fault.at) })
+	return out
+}
+
+// strike runs one fault to its end.
+func (in *injector) strike(ctx context.Context, f fault) injection {
+	inj := injection{fault: f, at: time.Now(), node: -1, app: -1}
+	switch f.kind {
+	case kindLeaderKill:
+		in.leaderKill(ctx, &inj)
+	case kindFollowerKill, kindNodeTerm:
+		in.holdThenStop(ctx, &inj)
+	case kindPartition:
+		in.partition(ctx, &inj)
+	case kindRedis:
+		in.redis(ctx, &inj)
+	case kindAppCrash:
+		in.appCrash(&inj)
+	default:
+		in.paas(ctx, &inj)
+	}
+	if inj.end.IsZero() {
+		inj.end = time.Now()
+	}
+	return inj
+}
+
+// request sends one request of its own through node, in hold mode.
+func (in *injector) request(ctx context.Context, app, node int) {
+	in.mu.Lock()
+	in.sent++
+	id := fmt.Sprintf("f%d", in.sent)
+	in.mu.Unlock()
+	in.t.send(ctx, planned{id: id, app: app, kind: kindAPIHold, node: node})
+}
+
+// leaderKill sends a request for a sleeping app through a follower, then kills
+// the leader a moment later: before, during or after its start call.
+func (in *injector) leaderKill(ctx context.Context, inj *injection) {
+	f := inj.fault
+	lead := in.leader(ctx)
+	if lead < 0 {
+		inj.skipped = "no leader known"
+		return
+	}
+	inj.app = in.asleep(ctx, lead, f.app)
+	if inj.app < 0 {
+		inj.app, inj.detail = f.app, "no app asleep; "
+	}
+	in.request(ctx, inj.app, (lead+1+f.node%2)%clusterSize)
+	sleepUntil(ctx, time.Now().Add(f.after))
+	inj.detail += fmt.Sprintf("killed n%d %s after a wake of app %d", lead+1, f.after.Round(time.Millisecond), inj.app)
+	in.down(ctx, lead, syscall.SIGKILL, inj)
+}
+
+// holdThenStop has a node hold requests for a sleeping app, then kills it
+// (follower kill) or stops it (SIGTERM, any node).
+func (in *injector) holdThenStop(ctx context.Context, inj *injection) {
+	f := inj.fault
+	node, sig := f.node, syscall.SIGTERM
+	if f.kind == kindFollowerKill {
+		lead := in.leader(ctx)
+		if lead < 0 {
+			inj.skipped = "no leader known"
+			return
+		}
+		node, sig = (lead+1+f.node%2)%clusterSize, syscall.SIGKILL
+	}
+	inj.app = in.asleep(ctx, node, f.app)
+	if inj.app < 0 {
+		inj.app, inj.detail = f.app, "no app asleep; "
+	}
+	for range 3 {
+		in.request(ctx, inj.app, node)
+	}
+	held := in.waitHeld(ctx, node, inj.app)
+	inj.detail += fmt.Sprintf("n%d held %d request(s) for app %d", node+1, held, inj.app)
+	in.down(ctx, node, sig, inj)
+}
+
+// down sends sig to node i, waits for its exit, and starts it again once the
+// fault has lasted.
+func (in *injector) down(ctx context.Context, i int, sig syscall.Signal, inj *injection) {
+	w := in.w
+	n := w.cluster.Nodes[i]
+	inj.node = i
+	w.setDown(i, true)
+	inj.at = time.Now()
+	_ = n.P.Signal(sig)
+	select {
+	case <-n.P.Done():
+	case <-time.After(stopBound):
+		inj.failed = fmt.Sprintf("n%d did not exit within %s of %s; killed", i+1, stopBound, sig)
+		_ = n.P.Signal(syscall.SIGKILL)
+		<-n.P.Done()
+	}
+	sleepUntil(ctx, inj.at.Add(inj.fault.lasts))
+	refused, err := w.restart(ctx, i)
+	if len(refused) > 0 {
+		inj.detail += fmt.Sprintf("; %d restart(s) of n%d exited at once (%s)", len(refused), i+1, refused[0])
+	}
+	if err != nil {
+		inj.failed = fmt.Sprintf("n%d did not come back: %v", i+1, err)
+		return
+	}
+	w.setDown(i, false)
+	inj.end = time.Now()
+}
+
+// stopBound is how long a node may take to exit after SIGTERM: its shutdown
+// timeout (2 s) and a margin.
+const stopBound = 10 * time.Second
+
+// partition cuts a node off the cluster network for the fault's length.
+func (in *injector) partition(ctx context.Context, inj *injection) {
+	if in.w.net == nil {
+		inj.skipped = "no network namespaces: " + in.w.e.net.reason
+		return
+	}
+	i := inj.fault.node
+	inj.node = i
+	if err := in.w.net.Cut(i); err != nil {
+		inj.failed = err.Error()
+		return
+	}
+	inj.at = time.Now()
+	inj.detail = fmt.Sprintf("n%d cut off", i+1)
+	sleepUntil(ctx, inj.at.Add(inj.fault.lasts))
+	if err := in.w.net.Heal(i); err != nil {
+		inj.failed = err.Error()
+	}
+	inj.end = time.Now()
+}
+
+// redis kills redis-server and restarts it on its address once the fault has lasted.
+func (in *injector) redis(ctx context.Context, inj *injection) {
+	in.w.redis.Kill()
+	inj.at = time.Now()
+	sleepUntil(ctx, inj.at.Add(inj.fault.lasts))
+	if err := in.w.redis.Restart(ctx); err != nil {
+		inj.failed = "redis-server did not come back: " + err.Error()
+	}
+	inj.end = time.Now()
+}
+
+// paas makes the platform's API fail for the fault's length.
+func (in *injector) paas(ctx context.Context, inj *injection) {
+	f := inj.fault
+	ff := fakeclever.Fault{}
+	switch f.kind {
+	case kindPaaS5xx:
+		ff.Kind, ff.Status = fakeclever.Fault5xx, f.code
+	case kindPaaS429, kindPaaS429Retry:
+		ff.Kind, ff.RetryAfter = fakeclever.FaultTooMany429, f.param
+	case kindPaaS403:
+		ff.Kind = fakeclever.FaultRateLimit403
+	case kindPaaSSlow, kindPaaSTimeout:
+		ff.Kind, ff.Delay = fakeclever.FaultSlow, f.param
+	}
+	in.w.fake.Inject("", ff)
+	sleepUntil(ctx, inj.at.Add(f.lasts))
+	in.w.fake.ClearFaults()
+	inj.end = time.Now()
+}
+
+// appCrash stops an awake app from outside, as a crash would leave it: the
+// fault's app if it is up, else the next one that is.
+func (in *injector) appCrash(inj *injection) {
+	apps := in.w.apps
+	for k := range apps {
+		i := (inj.fault.app + k) % len(apps)
+		st, _ := in.w.fake.App(apps[i].id)
+		s := sample{state: st.State, serving: st.Serving, action: st.Deployment.Action, depl: st.Deployment.State}
+		if !s.up() {
+			continue
+		}
+		if err := in.w.fake.Console(apps[i].id).Stop(); err != nil {
+			continue
+		}
+		inj.app, inj.detail = i, fmt.Sprintf("app %d stopped from outside", i)
+		return
+	}
+	inj.skipped = "no app awake"
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A schedule is everything a seed decides: when each fault strikes, how long it
+// lasts, which app or node it picks, and every request of the traffic. What it
+// cannot decide — which node leads when a fault strikes, which app is asleep —
+// is resolved when the fault runs, and said in the report. A seed gives the same
+// schedule on every machine: partitions are planned without network namespaces
+// too, and skipped when they run.
+
+// faultKind names a fault.
+type faultKind string
+
+// The faults a schedule mixes.
+const (
+	kindLeaderKill   faultKind = "leader SIGKILL during a wake"
+	kindFollowerKill faultKind = "follower SIGKILL holding requests"
+	kindNodeTerm     faultKind = "node SIGTERM holding requests"
+	kindPartition    faultKind = "node cut off the network"
+	kindRedis        faultKind = "redis-server SIGKILL, restart"
+	kindPaaS5xx      faultKind = "PaaS 5xx"
+	kindPaaS429      faultKind = "PaaS 429"
+	kindPaaS429Retry faultKind = "PaaS 429 + Retry-After"
+	kindPaaS403      faultKind = "PaaS rate limit 403"
+	kindPaaSSlow     faultKind = "PaaS slow answers"
+	kindPaaSTimeout  faultKind = "PaaS timeouts"
+	kindAppCrash     faultKind = "app crash while awake"
+)
+
+// allKinds lists the kinds in the report's order.
+var allKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition, kindRedis,
+	kindPaaS5xx, kindPaaS429, kindPaaS429Retry, kindPaaS403, kindPaaSSlow, kindPaaSTimeout, kindAppCrash}
+
+var (
+	nodeKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition}
+	paasKinds = []faultKind{kindPaaS5xx, kindPaaS429, kindPaaS429Retry, kindPaaS403, kindPaaSSlow, kindPaaSTimeout}
+)
+
+// fault is one planned fault.
+type fault struct {
+	at    time.Duration // from the schedule's start
+	kind  faultKind
+	lasts time.Duration // a node down or cut off, redis-server down, the API failing
+	app   int           // the app it wakes, holds requests for, or crashes (the first choice)
+	node  int           // the node it cuts off or stops, or which follower it kills
+	after time.Duration // leader kill: from the wake's request to the kill
+	param time.Duration // the PaaS's delay, or its Retry-After
+	code  int           // the PaaS's 5xx status
+}
+
+// schedule is one seed's plan.
+type schedule struct {
+	seed     uint64
+	duration time.Duration
+	faults   []fault
+	traffic  []planned
+}
+
+// newSchedule plans a schedule of that length for that many apps. Node faults
+// come one at a time (the cluster keeps a majority, so each fault's recovery can
+// be told from the next one's), and so do the PaaS's and redis-server's; app
+// crashes fall anywhere.
+func newSchedule(seed uint64, d time.Duration, apps int) schedule {
+	rng := rand.New(rand.NewPCG(seed, 0xfa017))
+	s := schedule{seed: seed, duration: d}
+	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
+	for t := between(2*time.Second, 5*time.Second); t < d-8*time.Second; {
+		f := fault{at: t, kind: nodeKinds[rng.IntN(len(nodeKinds))], lasts: between(1500*time.Millisecond, 5*time.Second),
+			app: rng.IntN(apps), node: rng.IntN(clusterSize), after: between(0, 1500*time.Millisecond)}
+		s.faults = append(s.faults, f)
+		t += f.lasts + between(4*time.Second, 10*time.Second)
+	}
+	for t := between(time.Second, 5*time.Second); t < d-6*time.Second; {
+		f := fault{at: t, kind: paasKinds[rng.IntN(len(paasKinds))], lasts: between(2*time.Second, 6*time.Second)}
+		switch f.kind {
+		case kindPaaS5xx:
+			f.code = []int{500, 502, 503}[rng.IntN(3)]
+		case kindPaaS429Retry:
+			f.param = between(time.Second, 2*time.Second)
+		case kindPaaSSlow:
+			f.param = between(300*time.Millisecond, driverTimeout-500*time.Millisecond)
+		case kindPaaSTimeout:
+			f.param = driverTimeout + time.Second
+		}
+		s.faults = append(s.faults, f)
+		t += f.lasts + between(3*time.Second, 8*time.Second)
+	}
+	for t := between(3*time.Second, d/2); t < d-6*time.Second; {
+		f := fault{at: t, kind: kindRedis, lasts: between(500*time.Millisecond, 3*time.Second)}
+		s.faults = append(s.faults, f)
+		t += f.lasts + between(5*time.Second, d)
+	}
+	for range 1 + int(d/(20*time.Second)) {
+		s.faults = append(s.faults, fault{at: between(3*time.Second, d-4*time.Second), kind: kindAppCrash, app: rng.IntN(apps)})
+	}
+	slices.SortStableFunc(s.faults, func(a, b fault) int { return int(a.at - b.at) })
+	s.traffic = planTraffic(rand.New(rand.NewPCG(seed, 0x7a11c)), d, apps)
+	return s
+}
+
+// describe writes the fault as the schedule's printout shows it.
+func (f fault) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%6.1fs  %-34s", f.at.Seconds(), f.kind)
+	switch f.kind {
+	case kindLeaderKill:
+		fmt.Fprintf(&b, " app %d, kill %s after the request, down %s", f.app, f.after.Round(time.Millisecond), f.lasts.Round(100*time.Millisecond))
+	case kindFollowerKill, kindNodeTerm:
+		fmt.Fprintf(&b, " app %d, node choice %d, down %s", f.app, f.node, f.lasts.Round(100*time.Millisecond))
+	case kindPartition:
+		fmt.Fprintf(&b, " n%d, for %s", f.node+1, f.lasts.Round(100*time.Millisecond))
+	case kindRedis:
+		fmt.Fprintf(&b, " down %s", f.lasts.Round(100*time.Millisecond))
+	case kindAppCrash:
+		fmt.Fprintf(&b, " app %d (or the next one awake)", f.app)
+	case kindPaaS5xx:
+		fmt.Fprintf(&b, " %d for %s", f.code, f.lasts.Round(100*time.Millisecond))
+	case kindPaaS429Retry, kindPaaSSlow, kindPaaSTimeout:
+		fmt.Fprintf(&b, " %s, for %s", f.param.Round(100*time.Millisecond), f.lasts.Round(100*time.Millisecond))
+	default:
+		fmt.Fprintf(&b, " for %s", f.lasts.Round(100*time.Millisecond))
+	}
+	return b.String()
+}
+
+// print writes the plan: every fault, and the traffic in a line.
+func (s schedule) print(w io.Writer) {
+	fmt.Fprintf(w, "  plan: %d faults, %d requests over %s\n", len(s.faults), len(s.traffic), s.duration)
+	for _, f := range s.faults {
+		fmt.Fprintf(w, "    %s\n", f.describe())
+	}
+	counts := map[reqKind]int{}
+	for _, p := range s.traffic {
+		counts[p.kind]++
+	}
+	var parts []string
+	for _, k := range allReqKinds {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	fmt.Fprintf(w, "    traffic: %s\n", strings.Join(parts, ", "))
+}
