@@ -1,11 +1,11 @@
-# reaper — see README.md. Targets: run, test, build, generate, lint, bench, run-clever, cluster.
+# reaper — see README.md. Targets: run, test, build, generate, lint, bench, faults, run-clever, cluster.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 export GORACE ?= atexit_sleep_ms=0
 
-.PHONY: run test build generate lint bench clean
+.PHONY: run test build generate lint bench faults clean
 
 build:
 	@mkdir -p bin
@@ -38,6 +38,11 @@ lint:
 
 bench: build
 	$(GO) run ./bench
+
+# faults: randomized, seeded schedules of faults against a three-node cluster
+# (docs/reliability.md). FAULTS_FLAGS passes flags: make faults FAULTS_FLAGS='-seed 1234 -n 1'
+faults: build
+	$(GO) run ./faults $(FAULTS_FLAGS)
 
 clean:
 	rm -rf bin data
