@@ -33,6 +33,10 @@ type injector struct {
 	w  *world
 	t  *traffic
 	wg sync.WaitGroup
+	// nodes is held by a node fault from its strike until it is undone: one node
+	// at a time is down or cut off (the schedule plans them so, but a fault may
+	// wait for an app to fall asleep before it strikes).
+	nodes sync.Mutex
 
 	mu   sync.Mutex
 	done []injection
@@ -70,6 +74,10 @@ func (in *injector) injections() []injection {
 // strike runs one fault to its end.
 func (in *injector) strike(ctx context.Context, f fault) injection {
 	inj := injection{fault: f, at: time.Now(), node: -1, app: -1}
+	if slices.Contains(nodeKinds, f.kind) {
+		in.nodes.Lock()
+		defer in.nodes.Unlock()
+	}
 	switch f.kind {
 	case kindLeaderKill:
 		in.leaderKill(ctx, &inj)
@@ -111,6 +119,10 @@ func (in *injector) leaderKill(ctx context.Context, inj *injection) {
 	inj.app = in.asleep(ctx, lead, f.app)
 	if inj.app < 0 {
 		inj.app, inj.detail = f.app, "no app asleep; "
+	}
+	if lead = in.leader(ctx); lead < 0 { // it may have changed while an app fell asleep
+		inj.skipped = "no leader known"
+		return
 	}
 	in.request(ctx, inj.app, (lead+1+f.node%2)%clusterSize)
 	sleepUntil(ctx, time.Now().Add(f.after))

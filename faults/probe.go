@@ -43,9 +43,26 @@ func (in *injector) leader(ctx context.Context) int {
 	}
 }
 
-// asleep returns an app that node i says is Down, preferring the app prefer, or
-// -1 when none is.
+// asleepWait bounds the wait for an app to fall asleep before a fault that wants
+// one: apps sleep after each burst of traffic.
+const asleepWait = 8 * time.Second
+
+// asleep returns an app that node i says is Down, preferring the app prefer,
+// waiting up to asleepWait for one; -1 when none fell asleep.
 func (in *injector) asleep(ctx context.Context, i, prefer int) int {
+	deadline := time.Now().Add(asleepWait)
+	for {
+		if a := in.asleepNow(ctx, i, prefer); a >= 0 {
+			return a
+		}
+		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+			return -1
+		}
+	}
+}
+
+// asleepNow returns an app that node i says is Down now, or -1.
+func (in *injector) asleepNow(ctx context.Context, i, prefer int) int {
 	var views []appView
 	if err := in.w.cluster.AdminGet(ctx, in.w.cluster.Nodes[i], "/api/apps", &views); err != nil {
 		return -1
