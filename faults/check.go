@@ -59,6 +59,7 @@ var invariants = []invariant{
 	{"no app woken by monitors alone", checkNoWakeByMonitors},
 	{"no stop with a request at the app", checkNoStopInFlight},
 	{"no stop within the grace period of traffic", checkNoStopUnderTraffic},
+	{"no stop with a request held since before its mark", checkNoStopWithHeld},
 	{"every held request answered (app, or documented 503/504)", checkHeldAnswered},
 	{"no held request past fail_timeout + 3 s", checkHeldBounded},
 	{"no held request timed out while its app was up", checkNoTimeoutWhileUp},

@@ -230,3 +230,21 @@ func TestCheckNoTimeoutWhileUp(t *testing.T) {
 		t.Errorf("redis-server down meanwhile: %+v", c)
 	}
 }
+
+func TestCheckNoStopWithHeld(t *testing.T) {
+	o := obs().call(http.MethodDelete, 20, fakeclever.StateShouldBeUp)
+	o.history[0] = []transition{{From: "Up", To: "WaitingForShutdown", At: sec(17.5)}}
+	o.results = []result{
+		{id: "r1", kind: kindAPIHold, sent: sec(15), headers: sec(24), end: sec(24), status: 200, fromApp: true, appOK: true},  // held across the stop
+		{id: "r2", kind: kindAPIHold, sent: sec(18), headers: sec(24), end: sec(24), status: 200, fromApp: true, appOK: true},  // came after the mark
+		{id: "r3", kind: kindDownload, sent: sec(15), headers: sec(15), end: sec(21), status: 200, fromApp: true, appOK: true}, // answered before
+	}
+	o.hits = []appHit{{id: "r1", arrived: sec(23.9)}, {id: "r2", arrived: sec(23.9)}}
+	if c := judge(checkNoStopWithHeld, o); c.checked != 1 || len(c.violations) != 1 || !strings.Contains(c.violations[0], "r1") {
+		t.Errorf("%+v", c)
+	}
+	o.history[0] = nil
+	if c := judge(checkNoStopWithHeld, o); len(c.violations) != 0 || c.undecided != 1 {
+		t.Errorf("no mark in the history: %+v", c)
+	}
+}

@@ -82,6 +82,58 @@ func checkNoStopInFlight(o *observation, c *checkResult) {
 	}
 }
 
+// checkNoStopWithHeld: no stop the platform accepted came while a request had
+// been held for the app since before reaper marked it WaitingForShutdown (a held
+// request is traffic; only those that come after the mark wait for the stop, then
+// wake the app). The mark is read from the app's history. Excused: a request
+// through a node that a fault hit meanwhile (it may not have told the others).
+func checkNoStopWithHeld(o *observation, c *checkResult) {
+	for _, s := range o.stops() {
+		c.checked++
+		mark, ok := o.lastTransition(s.app, "WaitingForShutdown", s.at)
+		if !ok {
+			c.undecided++
+			continue
+		}
+		for _, r := range o.results {
+			answered := r.headers
+			if answered.IsZero() {
+				answered = r.end
+			}
+			if r.app != s.app || !r.kind.held() || !r.sent.Before(mark.Add(-clockTolerance)) || !answered.After(s.at) || o.reachedAppBefore(r.id, s.at) {
+				continue
+			}
+			if _, hit := o.nodeFault(r.node, r.sent, s.at, nodeKindsAll...); hit {
+				c.exempt++
+				continue
+			}
+			c.violate("app %d: marked WaitingForShutdown at %s and stopped at %s while it held %s", s.app, o.at(mark), o.at(s.at), o.describe(r))
+		}
+	}
+}
+
+// lastTransition returns the time of the app's last transition to status at or
+// before t, from its history.
+func (o *observation) lastTransition(app int, status string, t time.Time) (time.Time, bool) {
+	var last time.Time
+	for _, tr := range o.history[app] {
+		if tr.To == status && !tr.At.After(t) && tr.At.After(last) {
+			last = tr.At
+		}
+	}
+	return last, !last.IsZero()
+}
+
+// reachedAppBefore reports whether the request id reached its app before t.
+func (o *observation) reachedAppBefore(id string, t time.Time) bool {
+	for _, h := range o.hits {
+		if h.id == id && h.arrived.Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // Tolerances of the traffic check: the nodes' clocks are the harness's (one
 // machine); a node flushes its traffic every 5 s, so a node killed within that
 // long after a request may have lost it.
