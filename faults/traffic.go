@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // The traffic: each app has bursts of use separated by idle spells longer than
@@ -158,16 +160,5 @@ func (t *traffic) snapshot() []result {
 
 // sleepUntil waits until at and reports whether it did (false: ctx ended first).
 func sleepUntil(ctx context.Context, at time.Time) bool {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return clusterenv.SleepCtx(ctx, time.Until(at))
 }
