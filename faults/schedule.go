@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -129,21 +128,4 @@ func (f fault) describe() string {
 		fmt.Fprintf(&b, " for %s", f.lasts.Round(100*time.Millisecond))
 	}
 	return b.String()
-}
-
-// print writes the plan: every fault, and the traffic in a line.
-func (s schedule) print(w io.Writer) {
-	fmt.Fprintf(w, "  plan: %d faults, %d requests over %s\n", len(s.faults), len(s.traffic), s.duration)
-	for _, f := range s.faults {
-		fmt.Fprintf(w, "    %s\n", f.describe())
-	}
-	counts := map[reqKind]int{}
-	for _, p := range s.traffic {
-		counts[p.kind]++
-	}
-	var parts []string
-	for _, k := range allReqKinds {
-		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
-	}
-	fmt.Fprintf(w, "    traffic: %s\n", strings.Join(parts, ", "))
 }
