@@ -26,6 +26,7 @@ type injection struct {
 	detail  string    // what it found and did
 	skipped string    // why it did not strike
 	failed  string    // what could not be undone
+	refused int       // restarts of the node that exited before serving
 }
 
 // injector runs a schedule's faults.
@@ -173,6 +174,7 @@ func (in *injector) down(ctx context.Context, i int, sig syscall.Signal, inj *in
 	}
 	sleepUntil(ctx, inj.at.Add(inj.fault.lasts))
 	refused, err := w.restart(ctx, i)
+	inj.refused = len(refused)
 	if len(refused) > 0 {
 		inj.detail += fmt.Sprintf("; %d restart(s) of n%d exited at once (%s)", len(refused), i+1, refused[0])
 	}

@@ -153,7 +153,7 @@ func printReport(w io.Writer, results []scheduleResult, netReason string) int {
 // printFaultTable writes the faults by kind: planned, struck, skipped.
 func printFaultTable(w io.Writer, results []scheduleResult, netReason string) {
 	type row struct{ planned, struck, skipped, failed int }
-	rows := map[faultKind]*row{}
+	rows, refused := map[faultKind]*row{}, 0
 	for _, k := range allKinds {
 		rows[k] = &row{}
 	}
@@ -162,6 +162,7 @@ func printFaultTable(w io.Writer, results []scheduleResult, netReason string) {
 			rows[f.kind].planned++
 		}
 		for _, inj := range r.injections {
+			refused += inj.refused
 			switch {
 			case inj.skipped != "":
 				rows[inj.fault.kind].skipped++
@@ -179,6 +180,9 @@ func printFaultTable(w io.Writer, results []scheduleResult, netReason string) {
 	}
 	if netReason != "" {
 		fmt.Fprintf(w, "  (partitions skipped: %s)\n", netReason)
+	}
+	if refused > 0 {
+		fmt.Fprintf(w, "  (%d node restart(s) exited before serving, and were tried again: reaper does not start while Valkey is unreachable)\n", refused)
 	}
 }
 
