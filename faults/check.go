@@ -122,7 +122,7 @@ func (o *observation) stops() []platformCall  { return o.accepted(http.MethodDel
 func (o *observation) crashes() []platformCall {
 	var out []platformCall
 	for _, inj := range o.injections {
-		if inj.fault.kind == kindAppCrash && inj.app >= 0 {
+		if (inj.fault.kind == kindAppCrash || inj.fault.kind == kindStopAfterWake) && inj.app >= 0 && inj.skipped == "" {
 			out = append(out, platformCall{at: inj.at, app: inj.app})
 		}
 	}

@@ -89,7 +89,9 @@ func (in *injector) strike(ctx context.Context, f fault) injection {
 	case kindRedis:
 		in.redis(ctx, &inj)
 	case kindAppCrash:
-		in.appCrash(&inj)
+		in.appCrash(ctx, &inj)
+	case kindStopAfterWake:
+		in.stopAfterWake(ctx, &inj)
 	default:
 		in.paas(ctx, &inj)
 	}
@@ -243,21 +245,58 @@ func (in *injector) paas(ctx context.Context, inj *injection) {
 }
 
 // appCrash stops an awake app from outside, as a crash would leave it: the
-// fault's app if it is up, else the next one that is.
-func (in *injector) appCrash(inj *injection) {
-	apps := in.w.apps
-	for k := range apps {
-		i := (inj.fault.app + k) % len(apps)
-		st, _ := in.w.fake.App(apps[i].id)
-		s := sample{state: st.State, serving: st.Serving, action: st.Deployment.Action, depl: st.Deployment.State}
-		if !s.up() {
+// fault's app if it is up, else the next one that is. Awake means up for the
+// platform and for the leader (an app stopped before reaper saw it up is the
+// business of kindStopAfterWake).
+func (in *injector) appCrash(ctx context.Context, inj *injection) {
+	lead := in.leader(ctx)
+	if lead < 0 {
+		inj.skipped = "no leader known"
+		return
+	}
+	status := in.statuses(ctx, lead)
+	for k := range in.w.apps {
+		i := (inj.fault.app + k) % len(in.w.apps)
+		if status[in.w.apps[i].id] != "Up" || !in.platformUp(i) {
 			continue
 		}
-		if err := in.w.fake.Console(apps[i].id).Stop(); err != nil {
+		if err := in.w.fake.Console(in.w.apps[i].id).Stop(); err != nil {
 			continue
 		}
-		inj.app, inj.detail = i, fmt.Sprintf("app %d stopped from outside", i)
+		inj.at, inj.app, inj.detail = time.Now(), i, fmt.Sprintf("app %d stopped from outside", i)
 		return
 	}
 	inj.skipped = "no app awake"
+}
+
+// upWait bounds the wait for a woken app to come up.
+const upWait = 10 * time.Second
+
+// stopAfterWake wakes a sleeping app through a follower and stops it from
+// outside the moment the platform shows it up, before the leader's next look:
+// reaper started it, and never sees it up.
+func (in *injector) stopAfterWake(ctx context.Context, inj *injection) {
+	lead := in.leader(ctx)
+	if lead < 0 {
+		inj.skipped = "no leader known"
+		return
+	}
+	if inj.app = in.asleep(ctx, lead, inj.fault.app); inj.app < 0 {
+		inj.skipped = "no app asleep"
+		return
+	}
+	in.request(ctx, inj.app, (lead+1)%clusterSize)
+	woken := time.Now()
+	for !in.platformUp(inj.app) {
+		if time.Since(woken) > upWait || !sleepUntil(ctx, time.Now().Add(10*time.Millisecond)) {
+			inj.skipped = fmt.Sprintf("app %d did not come up within %s of its wake", inj.app, upWait)
+			return
+		}
+	}
+	if err := in.w.fake.Console(in.w.apps[inj.app].id).Stop(); err != nil {
+		inj.failed = err.Error()
+		return
+	}
+	inj.at, inj.detail = time.Now(), fmt.Sprintf("app %d woken, stopped from outside %s later, as soon as it was up",
+		inj.app, time.Since(woken).Round(10*time.Millisecond))
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
@@ -223,7 +225,18 @@ func (o *observation) errorBetween(app int, from, to time.Time) bool {
 // within convergeBound.
 func checkConverged(o *observation, c *checkResult) {
 	c.checked++
-	if !o.converged.ok {
-		c.violate("not settled %s after the faults: %s", convergeBound, o.converged.last)
+	if o.converged.ok {
+		return
 	}
+	var errs []string
+	for i := range o.apps {
+		if t, ok := o.lastTransition(i, "Error", o.end); ok {
+			for _, tr := range o.history[i] {
+				if tr.To == "Error" && tr.At.Equal(t) {
+					errs = append(errs, fmt.Sprintf("app %d went to Error at %s from %s (%s)", i, o.at(t), tr.From, tr.Cause))
+				}
+			}
+		}
+	}
+	c.violate("not settled %s after the faults: %s%s", convergeBound, o.converged.last, strings.Join(append([]string{""}, errs...), "; "))
 }

@@ -63,14 +63,7 @@ func (in *injector) asleep(ctx context.Context, i, prefer int) int {
 
 // asleepNow returns an app that node i says is Down now, or -1.
 func (in *injector) asleepNow(ctx context.Context, i, prefer int) int {
-	var views []appView
-	if err := in.w.cluster.AdminGet(ctx, in.w.cluster.Nodes[i], "/api/apps", &views); err != nil {
-		return -1
-	}
-	status := map[string]string{}
-	for _, v := range views {
-		status[v.AppID] = v.Status
-	}
+	status := in.statuses(ctx, i)
 	for k := range in.w.apps {
 		a := (prefer + k) % len(in.w.apps)
 		if status[in.w.apps[a].id] == "Down" {
@@ -78,6 +71,25 @@ func (in *injector) asleepNow(ctx context.Context, i, prefer int) int {
 		}
 	}
 	return -1
+}
+
+// statuses returns every app's status as node i gives it (by app id; empty when
+// the node does not answer).
+func (in *injector) statuses(ctx context.Context, i int) map[string]string {
+	var views []appView
+	status := map[string]string{}
+	if err := in.w.cluster.AdminGet(ctx, in.w.cluster.Nodes[i], "/api/apps", &views); err == nil {
+		for _, v := range views {
+			status[v.AppID] = v.Status
+		}
+	}
+	return status
+}
+
+// platformUp reports whether the platform shows app i up and settled now.
+func (in *injector) platformUp(i int) bool {
+	st, _ := in.w.fake.App(in.w.apps[i].id)
+	return sample{state: st.State, serving: st.Serving, action: st.Deployment.Action, depl: st.Deployment.State}.up()
 }
 
 // waitHeld waits until node i holds a request for the app, and returns how many

@@ -26,7 +26,7 @@ func printSchedule(w io.Writer, r scheduleResult) {
 			fmt.Fprintf(w, "           SKIPPED: %s\n", inj.skipped)
 		case inj.failed != "":
 			fmt.Fprintf(w, "           %s; NOT UNDONE: %s\n", inj.detail, inj.failed)
-		case inj.fault.kind == kindAppCrash:
+		case inj.fault.kind == kindAppCrash || inj.fault.kind == kindStopAfterWake:
 			fmt.Fprintf(w, "           %s\n", inj.detail)
 		default:
 			fmt.Fprintf(w, "           %sundone after %s\n", withSep(inj.detail), inj.end.Sub(inj.at).Round(100*time.Millisecond))

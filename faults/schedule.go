@@ -32,11 +32,14 @@ const (
 	kindPaaSSlow     faultKind = "PaaS slow answers"
 	kindPaaSTimeout  faultKind = "PaaS timeouts"
 	kindAppCrash     faultKind = "app crash while awake"
+	// kindStopAfterWake stops an app from outside between its start and
+	// reaper's first look at it up.
+	kindStopAfterWake faultKind = "app stopped right after its wake"
 )
 
 // allKinds lists the kinds in the report's order.
 var allKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition, kindRedis,
-	kindPaaS5xx, kindPaaS429, kindPaaS429Retry, kindPaaS403, kindPaaSSlow, kindPaaSTimeout, kindAppCrash}
+	kindPaaS5xx, kindPaaS429, kindPaaS429Retry, kindPaaS403, kindPaaSSlow, kindPaaSTimeout, kindAppCrash, kindStopAfterWake}
 
 var (
 	nodeKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition}
@@ -100,6 +103,9 @@ func newSchedule(seed uint64, d time.Duration, apps int) schedule {
 	for range 1 + int(d/(20*time.Second)) {
 		s.faults = append(s.faults, fault{at: between(3*time.Second, d-4*time.Second), kind: kindAppCrash, app: rng.IntN(apps)})
 	}
+	if rng.IntN(2) == 0 {
+		s.faults = append(s.faults, fault{at: between(3*time.Second, d-6*time.Second), kind: kindStopAfterWake, app: rng.IntN(apps)})
+	}
 	slices.SortStableFunc(s.faults, func(a, b fault) int { return int(a.at - b.at) })
 	s.traffic = planTraffic(rand.New(rand.NewPCG(seed, 0x7a11c)), d, apps)
 	return s
@@ -120,6 +126,8 @@ func (f fault) describe() string {
 		fmt.Fprintf(&b, " down %s", f.lasts.Round(100*time.Millisecond))
 	case kindAppCrash:
 		fmt.Fprintf(&b, " app %d (or the next one awake)", f.app)
+	case kindStopAfterWake:
+		fmt.Fprintf(&b, " app %d (or the next one asleep)", f.app)
 	case kindPaaS5xx:
 		fmt.Fprintf(&b, " %d for %s", f.code, f.lasts.Round(100*time.Millisecond))
 	case kindPaaS429Retry, kindPaaSSlow, kindPaaSTimeout:
