@@ -104,6 +104,10 @@ func TestCheckHeld_AnsweredAndBounded(t *testing.T) {
 	if c := judge(checkHeldAnswered, obsWith(o.results).fault(kindPartition, 1, 3, 6)); len(c.violations) != 1 || !strings.Contains(c.violations[0], "cut off") {
 		t.Errorf("partition: %+v", c)
 	}
+	// Cut off, then killed: the kill ended it.
+	if c := judge(checkHeldAnswered, obsWith(o.results).fault(kindPartition, 1, 2, 3).fault(kindFollowerKill, 1, 4.9, 8)); len(c.violations) != 0 || c.exempt != 1 {
+		t.Errorf("partition, then a kill: %+v", c)
+	}
 }
 
 func obsWith(rs []result) *observation {

@@ -38,18 +38,37 @@ func checkHeldAnswered(o *observation, c *checkResult) {
 		if r.fromApp && r.appOK || r.marker != "" && r.err == "" && documentedHold[r.errorText] == r.status {
 			continue
 		}
-		inj, hit := o.nodeFault(r.node, r.sent, r.end, nodeKindsAll...)
-		switch {
-		case !hit:
-			c.violate("%s", o.describe(r))
-		case inj.fault.kind == kindPartition && !r.fromApp:
-			c.violate("%s; n%d was cut off the cluster, not from its clients: it must answer", o.describe(r), r.node+1)
-		case inj.fault.kind == kindNodeTerm && !r.fromApp && !o.reachedApp(r.id) && r.sent.Before(inj.at.Add(-shutdownRace)):
-			c.violate("%s; n%d was stopped (SIGTERM) at %s while holding it: want 503 with Retry-After: 1", o.describe(r), r.node+1, o.at(inj.at))
-		default:
-			c.exempt++
-		}
+		c.judgeUnanswered(o, r)
 	}
+}
+
+// judgeUnanswered excuses or violates a held request that got neither the app's
+// answer nor a documented one, by the faults that hit its node meanwhile: a kill
+// excuses it; a SIGTERM too, unless the node held it (then it owed a 503); a cut
+// only when the answer had begun (a download cut off), since the node still had
+// its clients.
+func (c *checkResult) judgeUnanswered(o *observation, r result) {
+	if _, killed := o.nodeFault(r.node, r.sent, r.end, kindLeaderKill, kindFollowerKill); killed {
+		c.exempt++
+		return
+	}
+	if inj, stopped := o.nodeFault(r.node, r.sent, r.end, kindNodeTerm); stopped {
+		if !r.fromApp && !o.reachedApp(r.id) && r.sent.Before(inj.at.Add(-shutdownRace)) {
+			c.violate("%s; n%d was stopped (SIGTERM) at %s while holding it: want 503 with Retry-After: 1", o.describe(r), r.node+1, o.at(inj.at))
+			return
+		}
+		c.exempt++
+		return
+	}
+	if _, cut := o.nodeFault(r.node, r.sent, r.end, kindPartition); cut {
+		if r.fromApp {
+			c.exempt++
+			return
+		}
+		c.violate("%s; n%d was cut off the cluster, not from its clients: it must answer", o.describe(r), r.node+1)
+		return
+	}
+	c.violate("%s", o.describe(r))
 }
 
 // reachedApp reports whether the request id reached its app.
