@@ -252,3 +252,14 @@ func TestCheckNoStopWithHeld(t *testing.T) {
 		t.Errorf("no mark in the history: %+v", c)
 	}
 }
+
+func TestCheckNo502_ExcusedJustAfterAPartitionHeals(t *testing.T) {
+	o := obsWith([]result{{id: "r1", kind: kindMonitor, node: 1, sent: sec(12), headers: sec(15), end: sec(15), status: 502}})
+	if c := judge(checkNo502, o.fault(kindPartition, 1, 5, 9)); len(c.violations) != 0 || c.exempt != 1 {
+		t.Errorf("3 s after the heal: %+v", c)
+	}
+	o = obsWith([]result{{id: "r1", kind: kindMonitor, node: 1, sent: sec(20), headers: sec(20), end: sec(20), status: 502}})
+	if c := judge(checkNo502, o.fault(kindPartition, 1, 5, 9)); len(c.violations) != 1 {
+		t.Errorf("11 s after the heal: %+v", c)
+	}
+}

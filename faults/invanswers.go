@@ -136,17 +136,23 @@ func checkNoTimeoutWhileUp(o *observation, c *checkResult) {
 	}
 }
 
+// partitionAftermath is how long after a node is reconnected its dials may still
+// fail: seen once (seed 403708), a node's dial to an app's edge failed with "no
+// route to host" 3 s after a request that came 2.3 s after the heal.
+const partitionAftermath = 5 * time.Second
+
 // checkNo502: no answer was a 502. The apps' edges never refuse a connection,
 // and a crashed app's edge answers 404 with X-CleverCloudUpgrade, which reaper
 // turns into its own answer: a 502 is reaper's. Excused: an answer from a node
-// cut off the network (it cannot reach the apps).
+// cut off the network (it cannot reach the apps), or reconnected less than
+// partitionAftermath before the request.
 func checkNo502(o *observation, c *checkResult) {
 	for _, r := range o.results {
 		c.checked++
 		if r.status != http.StatusBadGateway {
 			continue
 		}
-		if _, hit := o.nodeFault(r.node, r.sent, r.end, kindPartition); hit {
+		if _, hit := o.nodeFault(r.node, r.sent.Add(-partitionAftermath), r.end, kindPartition); hit {
 			c.exempt++
 			continue
 		}
