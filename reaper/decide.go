@@ -42,8 +42,10 @@ type Input struct {
 	// Busy: requests in flight, open connections (WebSocket, downloads) or held
 	// requests on some node.
 	Busy bool
-	// WakeAsked: a wake ask is pending.
-	WakeAsked bool
+	// WakeAsked: a wake ask is pending; WakeAskedAt is when it was made (zero:
+	// unknown, taken as now).
+	WakeAsked   bool
+	WakeAskedAt time.Time
 }
 
 // Policy is the merged configuration of the routes that manage the app: the
@@ -66,6 +68,7 @@ const (
 	CauseStartTimeout    = "did not wake up within the fail timeout"
 	CauseStopTimeout     = "did not stop within the fail timeout"
 	CauseNotShutdownable = "the platform says it must not be stopped"
+	CauseHeldAwake       = "woken: held awake by an operator"
 )
 
 // Decide is the reaper's decision for one app: from its record, what the job knows
@@ -131,8 +134,13 @@ func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
 	// platform says SHOULD_BE_DOWN: a start on an app that WANTS_TO_BE_UP could
 	// restart it; the next look sees it move to WaitingForUp or SHOULD_BE_DOWN.
 	if out.Status == StatusDown && state == paas.StateShouldBeDown && act == ActionNone {
-		if cause := wakeCause(in, now, p); cause != "" {
+		if cause := wakeCause(out, in, now, p); cause != "" {
 			out = enter(out, StatusWaitingForUp, cause, now)
+			asked := in.WakeAskedAt
+			if asked.IsZero() || asked.After(now) {
+				asked = now
+			}
+			out.Wake = &WakeTimes{AskedAt: asked}
 			// RetryStart until the platform accepts the call (afterStart).
 			out.ActionAt, out.StartSentAt, out.RetryStart = now, now, true
 			act = ActionStart
@@ -181,7 +189,8 @@ func decideUp(r Record, in Input, now time.Time, p Policy) (Record, Action) {
 		r.ActionAt = now
 		return r, ActionNone
 	}
-	if !Idle(r, in, now, p) {
+	asked := sleepAsked(r, in, now, p)
+	if !asked && !Idle(r, in, now, p) {
 		return r, ActionNone
 	}
 	if in.Observation.NotShutdownable {
@@ -203,7 +212,11 @@ func decideUp(r Record, in Input, now time.Time, p Policy) (Record, Action) {
 	case depCancelled:
 		return enter(r, StatusError, "the last deployment was cancelled: it cannot be put to sleep safely", now), ActionNone
 	}
-	r = enter(r, StatusWaitingForShutdown, "idle for "+p.GracePeriod.String(), now)
+	cause := "idle for " + p.GracePeriod.String()
+	if asked {
+		cause = "put to sleep by " + r.SleepAsk.By
+	}
+	r = enter(r, StatusWaitingForShutdown, cause, now)
 	r.ActionAt = now
 	return r, ActionStop
 }
@@ -294,6 +307,11 @@ func decideWaitingForUp(r Record, in Input, now time.Time, p Policy) (Record, Ac
 			return wait()
 		}
 		// LastUpAt = now: a woken app gets a full grace period.
+		if r.Wake != nil && r.Wake.UpAt.IsZero() {
+			w := *r.Wake
+			w.UpAt = now
+			r.Wake = &w
+		}
 		return enter(r, StatusUp, "woke up", now), ActionNone
 	case paas.StateWantsToBeUp:
 		if kind == depCancelled {
@@ -337,25 +355,45 @@ func Reset(rec Record, now time.Time) Record {
 }
 
 // Idle reports whether the app may be put to sleep: not Busy, outside every
-// keep-up range, and now − max(LastAccess, rec.LastUpAt) ≥ GracePeriod. Counting
-// from LastUpAt gives an app that just came up (woken, or started from outside) a
-// full grace period even when its last request is older.
+// keep-up range, not held awake, and now − idleSince ≥ GracePeriod, where
+// idleSince is the latest of LastAccess, rec.LastUpAt and the end of the
+// operator's hold. Counting from LastUpAt gives an app that just came up (woken,
+// or started from outside) a full grace period even when its last request is
+// older; counting from the hold's end gives one after the hold.
 func Idle(rec Record, in Input, now time.Time, p Policy) bool {
-	if in.Busy || p.KeepUp(now) {
+	if in.Busy || p.KeepUp(now) || rec.Hold.Active(now) {
 		return false
 	}
-	return now.Sub(latest(in.LastAccess, rec.LastUpAt)) >= p.GracePeriod
+	return now.Sub(idleSince(rec, in)) >= p.GracePeriod
+}
+
+func idleSince(rec Record, in Input) time.Time {
+	t := latest(in.LastAccess, rec.LastUpAt)
+	if rec.Hold != nil {
+		t = latest(t, rec.Hold.Until)
+	}
+	return t
+}
+
+// sleepAsked reports whether an operator's pending "sleep now" puts the app to
+// sleep at now: never while Busy (nothing cuts a request in flight), and, unless
+// forced, not inside a keep-up range or a hold.
+func sleepAsked(rec Record, in Input, now time.Time, p Policy) bool {
+	if !rec.SleepAsk.Pending(rec) || in.Busy {
+		return false
+	}
+	return rec.SleepAsk.Force || (!p.KeepUp(now) && !rec.Hold.Active(now))
 }
 
 // ReapAt is when the app becomes idle if nothing happens (the admin API's reap_at):
-// max(LastAccess, LastUpAt) + GracePeriod. It is zero when the app is Busy or not
-// Up. Keep-up ranges and NotShutdownable are not taken into account: the app may
-// stay up past ReapAt for those.
+// the latest of LastAccess, LastUpAt and the end of a hold, plus GracePeriod. It
+// is zero when the app is Busy or not Up. Keep-up ranges and NotShutdownable are
+// not taken into account: the app may stay up past ReapAt for those.
 func ReapAt(rec Record, in Input, p Policy) time.Time {
 	if in.Busy || rec.Status != StatusUp {
 		return time.Time{}
 	}
-	return latest(in.LastAccess, rec.LastUpAt).Add(p.GracePeriod)
+	return idleSince(rec, in).Add(p.GracePeriod)
 }
 
 // NeedsDeployment says whether Decide would look at the last deployment for this
@@ -371,7 +409,7 @@ func NeedsDeployment(rec Record, state paas.State, in Input, now time.Time, p Po
 	case StatusWaitingForInit:
 		return state == paas.StateWantsToBeUp
 	case StatusUp:
-		return state == paas.StateShouldBeUp && !in.Observation.NotShutdownable && Idle(rec, in, now, p)
+		return state == paas.StateShouldBeUp && !in.Observation.NotShutdownable && (Idle(rec, in, now, p) || sleepAsked(rec, in, now, p))
 	case StatusWaitingForUp:
 		return true
 	case StatusWaitingForShutdown:
@@ -406,12 +444,14 @@ func enter(r Record, s Status, cause string, now time.Time) Record {
 }
 
 // wakeCause says why a sleeping app must start, or "" if it may sleep on.
-func wakeCause(in Input, now time.Time, p Policy) string {
+func wakeCause(rec Record, in Input, now time.Time, p Policy) string {
 	switch {
 	case in.WakeAsked:
 		return CauseWakeAsked
 	case p.KeepUp(now):
 		return CauseKeepUp
+	case rec.Hold.Active(now):
+		return CauseHeldAwake
 	}
 	return ""
 }

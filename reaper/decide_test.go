@@ -199,12 +199,14 @@ func TestDecide_WaitingForInit(t *testing.T) {
 			want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseWakeAsked)
 				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
+				r.Wake = &WakeTimes{AskedAt: dtNow}
 			}},
 		{name: "SHOULD_BE_DOWN inside a keep-up range chains to a start", rec: rec, in: dtIn(dtSBD, nil),
 			policy: &dtKeepUp, act: ActionStart,
 			want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseKeepUp)
 				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
+				r.Wake = &WakeTimes{AskedAt: dtNow}
 			}},
 		{name: "WANTS_TO_BE_UP, FAIL is Error", rec: rec, in: dtIn(dtWTBU, dtDep(dtFail, dtAgo(time.Hour))),
 			want: func(r *Record) { dtMove(r, StatusError, "the last deployment failed: exit code 1") }},
@@ -239,6 +241,7 @@ func TestDecide_Up(t *testing.T) {
 			want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseKeepUp)
 				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
+				r.Wake = &WakeTimes{AskedAt: dtNow}
 			}},
 		{name: "WANTS_TO_BE_UP is WaitingForUp: restarting from outside", rec: rec, in: dtIn(dtWTBU, nil),
 			want: func(r *Record) { dtMove(r, StatusWaitingForUp, "restarting from outside"); r.ActionAt = dtNow }},
@@ -317,6 +320,7 @@ func TestDecide_WaitingForShutdown(t *testing.T) {
 			want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseWakeAsked)
 				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
+				r.Wake = &WakeTimes{AskedAt: dtNow}
 			}},
 		{name: "WANTS_TO_BE_UP is WaitingForUp", rec: rec, in: dtIn(dtWTBU, nil),
 			want: func(r *Record) { dtMove(r, StatusWaitingForUp, "restarting from outside"); r.ActionAt = dtNow }},
@@ -340,6 +344,7 @@ func TestDecide_Down(t *testing.T) {
 		return func(r *Record) {
 			dtMove(r, StatusWaitingForUp, cause)
 			r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, true // until the platform accepts it
+			r.Wake = &WakeTimes{AskedAt: dtNow}
 		}
 	}
 	dtRun(t, []dtCase{
@@ -420,6 +425,7 @@ func TestDecide_WaitingForUp(t *testing.T) {
 			act: ActionStart, want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseWakeAsked)
 				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
+				r.Wake = &WakeTimes{AskedAt: dtNow}
 			}},
 		{name: "SHOULD_BE_DOWN, ours WIP: waits (the deployment has not begun to show)", rec: withSent(2*time.Minute, 2*time.Minute),
 			in: dtIn(dtSBD, dtDep(dtWIP, ours))},
@@ -441,6 +447,7 @@ func TestDecide_WaitingForUp(t *testing.T) {
 			act: ActionStart, want: func(r *Record) {
 				dtMove(r, StatusWaitingForUp, CauseWakeAsked)
 				r.LastDownAt, r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, dtNow, true
+				r.Wake = &WakeTimes{AskedAt: dtNow}
 			}},
 		{name: "SHOULD_BE_DOWN, an UNDEPLOY after ours FAIL: the start failed, Error", rec: withSent(5*time.Second, 5*time.Second),
 			in: dtIn(dtSBD, &paas.Deployment{State: dtOK, Action: "UNDEPLOY", At: dtAgo(time.Second),

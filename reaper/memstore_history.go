@@ -14,6 +14,20 @@ func (s *MemStore) appendHistoryLocked(t Transition) {
 	s.history[t.AppID] = h
 }
 
+// AddEvent implements HistoryStore. The entry is saved to the state file within a
+// moment, in the background.
+func (s *MemStore) AddEvent(ctx context.Context, t Transition) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.appendHistoryLocked(t)
+	s.gen++
+	s.mu.Unlock()
+	s.saveSoon()
+	return nil
+}
+
 // History implements HistoryStore. A negative offset counts as 0; a limit of 0 or
 // less returns everything from offset.
 func (s *MemStore) History(ctx context.Context, appID string, offset, limit int) ([]Transition, int, error) {

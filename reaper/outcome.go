@@ -20,6 +20,11 @@ func afterStart(next Record, err error, now time.Time) (rec Record, served bool)
 	switch {
 	case err == nil:
 		next.RetryStart = false // accepted: no longer uncertain
+		if next.Wake != nil && next.Wake.AcceptedAt.IsZero() {
+			w := *next.Wake
+			w.AcceptedAt = now
+			next.Wake = &w
+		}
 		return next, true
 	case errors.Is(err, paas.ErrNeverDeployed):
 		return toError(next, "the app was never deployed: it cannot be started", now), true

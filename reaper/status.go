@@ -93,6 +93,17 @@ type Record struct {
 	StopSentAt  time.Time `json:"stop_sent_at"`
 	LastCheckAt time.Time `json:"last_check_at"`
 
+	// Hold is the operator's keep-warm hold, if one was ever set: while it is
+	// Active the app is woken if asleep and never put to sleep; once it ended
+	// (expired, or released: Until moved to the release time) the idle clock
+	// counts from its end.
+	Hold *KeepWarm `json:"hold,omitempty"`
+	// SleepAsk is an operator's "put to sleep now", pending while the app stays
+	// Up (see SleepAsk.Pending).
+	SleepAsk *SleepAsk `json:"sleep_ask,omitempty"`
+	// Wake times the current or last wake, phase by phase.
+	Wake *WakeTimes `json:"wake,omitempty"`
+
 	// Term is the Raft term of the leader that wrote the record (0 on a single
 	// node). A store refuses to replace a record with one of an older term.
 	Term uint64 `json:"term"`
@@ -102,11 +113,23 @@ type Record struct {
 	Revision uint64 `json:"revision"`
 }
 
-// Transition is one change of status, kept in the app's history.
+// Transition is one entry of the app's history: a change of status (Kind
+// empty), written with the record that made it, or an event that changes no
+// status (an operator's action, a wake's phases), added by AddEvent.
 type Transition struct {
 	AppID string    `json:"app_id"`
 	From  Status    `json:"from"`
 	To    Status    `json:"to"`
 	Cause string    `json:"cause"`
 	At    time.Time `json:"at"`
+	// Kind is empty for a change of status, else one of the Event… kinds.
+	Kind string `json:"kind,omitempty"`
+	// By is who did it: an operator's name for an action, empty for reaper.
+	By string `json:"by,omitempty"`
+	// Node is the node where it happened, when known.
+	Node string `json:"node,omitempty"`
+	// Hold is the hold an EventHold entry set.
+	Hold *KeepWarm `json:"hold,omitempty"`
+	// Phases are the times of an EventWake entry.
+	Phases *WakeTimes `json:"phases,omitempty"`
 }

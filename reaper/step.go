@@ -233,8 +233,8 @@ func (j *Job) input(id string, obs paas.Observation, pd *passData) Input {
 	if stored := pd.access[id]; stored.After(la) {
 		la = stored
 	}
-	_, asked := pd.asks[id]
-	return Input{Observation: obs, LastAccess: la, Busy: busy > 0 || pd.inFlight[id] > 0, WakeAsked: asked}
+	askedAt, asked := pd.asks[id]
+	return Input{Observation: obs, LastAccess: la, Busy: busy > 0 || pd.inFlight[id] > 0, WakeAsked: asked, WakeAskedAt: askedAt}
 }
 
 // lookWhenUncertainStartDue looks at the app again when a start not known to be

@@ -47,6 +47,11 @@ type HistoryStore interface {
 	// History returns the app's transitions, newest first, skipping offset and
 	// returning at most limit, with the total count kept.
 	History(ctx context.Context, appID string, offset, limit int) (page []Transition, total int, err error)
+	// AddEvent adds an entry that changes no status (an operator's action, a
+	// wake's phases: t.Kind is set) to t.AppID's history, as the newest entry,
+	// within the same cap. Unlike a change of status it is not tied to a record
+	// write: whoever did it adds it, on any node.
+	AddEvent(ctx context.Context, t Transition) error
 }
 
 // HistoryCap is how many transitions a store keeps per app.

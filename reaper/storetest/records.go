@@ -33,6 +33,9 @@ func fullRecord(app string, term uint64, status reaper.Status) reaper.Record {
 		RetryStart:       true,
 		LastCheckAt:      at.Add(time.Second),
 		Term:             term,
+		Hold:             &reaper.KeepWarm{Until: at.Add(6 * time.Hour), Reason: "backup", By: "ops", Since: at},
+		SleepAsk:         &reaper.SleepAsk{At: at.Add(2 * time.Second), By: "ops", Force: true},
+		Wake:             &reaper.WakeTimes{AskedAt: at.Add(-3 * time.Minute), AcceptedAt: at.Add(-170 * time.Second), UpAt: at.Add(-2 * time.Minute)},
 	}
 	fillZeroFields(&r, at)
 	return r
@@ -315,6 +318,50 @@ func testHistoryWrittenWithTheRecord(t *testing.T, s reaper.Store) {
 		t.Fatal(err)
 	}
 	want("a record put after it was deleted", tr(reaper.StatusWaitingForInit, reaper.StatusDown, "seen again", 6), stop, up)
+}
+
+// Events change no status: they sit between the changes of status in the order
+// they were added, keep every field, and share the cap.
+func testHistoryEvents(t *testing.T, s reaper.Store) {
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusUp, Cause: "up", LastStatusUpdate: at})
+	hold := reaper.Transition{
+		AppID: "a", From: reaper.StatusUp, To: reaper.StatusUp, Cause: "nightly backup", At: at.Add(time.Second),
+		Kind: reaper.EventHold, By: "ops", Node: "n1",
+		Hold: &reaper.KeepWarm{Until: at.Add(6 * time.Hour), Reason: "nightly backup", By: "ops", Since: at.Add(time.Second)},
+	}
+	wake := reaper.Transition{
+		AppID: "a", From: reaper.StatusUp, To: reaper.StatusUp, At: at.Add(2 * time.Second), Kind: reaper.EventWake, Node: "n2",
+		Phases: &reaper.WakeTimes{AskedAt: at, AcceptedAt: at.Add(time.Millisecond), UpAt: at.Add(time.Second), FirstAnswerAt: at.Add(2 * time.Second)},
+	}
+	for _, e := range []reaper.Transition{hold, wake} {
+		if err := s.AddEvent(t.Context(), e); err != nil {
+			t.Fatalf("AddEvent(%s): %v", e.Kind, err)
+		}
+	}
+	mustPut(t, s, reaper.Record{AppID: "a", Status: reaper.StatusDown, Cause: "stopped", LastStatusUpdate: at.Add(3 * time.Second)})
+	page, total, err := s.History(t.Context(), "a", 0, 10)
+	if err != nil || total != 4 || len(page) != 4 {
+		t.Fatalf("History = %+v, total %d, err %v; want 4 entries", page, total, err)
+	}
+	if page[0].To != reaper.StatusDown || page[0].Kind != "" || page[3].To != reaper.StatusUp {
+		t.Fatalf("History = %+v; want Down, the two events, Up (newest first)", page)
+	}
+	for i, want := range []reaper.Transition{wake, hold} {
+		got := page[1+i]
+		if !equalTransition(got, want) || got.Kind != want.Kind || got.By != want.By || got.Node != want.Node ||
+			!reflect.DeepEqual(got.Hold, want.Hold) || !reflect.DeepEqual(got.Phases, want.Phases) {
+			t.Errorf("event %s = %+v, want %+v", want.Kind, got, want)
+		}
+	}
+	for range reaper.HistoryCap {
+		if err := s.AddEvent(t.Context(), wake); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, total, err := s.History(t.Context(), "a", 0, 1); err != nil || total != reaper.HistoryCap {
+		t.Fatalf("after %d more events: total %d, err %v; want the cap %d", reaper.HistoryCap, total, err, reaper.HistoryCap)
+	}
 }
 
 func testHistoryCapAndOrder(t *testing.T, s reaper.Store) {

@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reaper.Store) {
 		{"History/Paging", testHistoryPaging},
 		{"History/PerApp", testHistoryPerApp},
 		{"History/WrittenWithTheRecord", testHistoryWrittenWithTheRecord},
+		{"History/Events", testHistoryEvents},
 		{"TouchAccess/MergesByMax", testTouchAccessMax},
 		{"TouchAccess/ConcurrentEndsAtMax", testTouchAccessConcurrent},
 		{"InFlight/SumsNodes", testInFlightSums},

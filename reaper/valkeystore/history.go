@@ -18,6 +18,25 @@ var historyScript = valkey.NewLuaScript(`
 return {redis.call('LLEN', KEYS[1]), redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])}
 `)
 
+// KEYS: the app's history list. ARGV: the entry's JSON, the cap.
+var addEventScript = valkey.NewLuaScript(`
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+return 1
+`)
+
+// AddEvent implements reaper.HistoryStore: the push and the trim are one script.
+func (s *Store) AddEvent(ctx context.Context, t reaper.Transition) error {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("valkeystore: AddEvent %s: %w", t.AppID, err)
+	}
+	return s.call(ctx, "AddEvent", func(ctx context.Context) error {
+		return addEventScript.Exec(ctx, s.client, []string{s.k.historyPrefix + t.AppID},
+			[]string{string(raw), strconv.Itoa(reaper.HistoryCap)}).Error()
+	})
+}
+
 // History implements reaper.HistoryStore: one script, newest first. A negative
 // offset counts as 0; a limit of 0 or less returns everything from offset. An
 // entry that cannot be decoded makes the call fail with ErrCorrupt.

@@ -53,8 +53,10 @@ func TestPutRecord_ConcurrentHistoryChainsAndKeepsCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if page[0].To != rec.Status || page[0].Cause != rec.Cause {
-		t.Fatalf("newest entry %+v, stored record %s %q: they must agree", page[0], rec.Status, rec.Cause)
+	// Only the status must agree: a put that kept the status (two workers may
+	// write the same one in a row) changed the record's cause and wrote no entry.
+	if page[0].To != rec.Status {
+		t.Fatalf("newest entry %+v, stored record %s %q: their statuses must agree", page[0], rec.Status, rec.Cause)
 	}
 	for i := 0; i+1 < len(page); i++ {
 		if page[i].From != page[i+1].To || page[i].From == page[i].To {

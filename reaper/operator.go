@@ -1,0 +1,126 @@
+package reaper
+
+import (
+	"strings"
+	"time"
+)
+
+// What an operator asks of an app beyond the idle clock (keep it warm, put it to
+// sleep now), and the times of a wake, as the record keeps them.
+
+// KeepWarm is an operator's hold: the app stays awake until Until, for Reason,
+// asked by By at Since.
+type KeepWarm struct {
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason,omitempty"`
+	By     string    `json:"by,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+// Active reports whether the hold keeps the app awake at now.
+func (h *KeepWarm) Active(now time.Time) bool { return h != nil && now.Before(h.Until) }
+
+// ended is when the hold stopped keeping the app awake, zero when there is none
+// or it is still active.
+func (h *KeepWarm) ended(now time.Time) time.Time {
+	if h == nil || h.Active(now) {
+		return time.Time{}
+	}
+	return h.Until
+}
+
+// SleepAsk is an operator's "put to sleep now". It is pending while the app is
+// the same Up it was asked in (At not before LastUpAt): the next look puts the
+// app to sleep as soon as nothing is in flight, even if it is not idle yet. With
+// Force, keep-up ranges and a hold do not keep it awake either; nothing ever cuts
+// a request in flight.
+type SleepAsk struct {
+	At    time.Time `json:"at"`
+	By    string    `json:"by,omitempty"`
+	Force bool      `json:"force,omitempty"`
+}
+
+// Pending reports whether the ask still applies to rec.
+func (s *SleepAsk) Pending(rec Record) bool {
+	return s != nil && rec.Status == StatusUp && !s.At.Before(rec.LastUpAt)
+}
+
+// WakeTimes are the phases of one wake, as far as they went: the wake asked (the
+// first ask that led to the start), the platform accepting the start call, the
+// platform reporting the app up (for the process driver, after its readiness
+// probe passed), and the first held request answered by the app on some node.
+type WakeTimes struct {
+	AskedAt       time.Time `json:"asked_at"`
+	AcceptedAt    time.Time `json:"accepted_at,omitzero"`
+	UpAt          time.Time `json:"up_at,omitzero"`
+	FirstAnswerAt time.Time `json:"first_answer_at,omitzero"`
+}
+
+// Phase names, as events, history and the API give them.
+const (
+	PhaseAccepted    = "start_accepted"
+	PhaseUp          = "platform_up"
+	PhaseFirstAnswer = "first_answer"
+)
+
+// Durations returns each phase's length from the phase before it, in order,
+// for the phases reached: start_accepted (from the ask), platform_up, first_answer.
+func (w *WakeTimes) Durations() []PhaseDuration {
+	if w == nil || w.AskedAt.IsZero() {
+		return nil
+	}
+	var out []PhaseDuration
+	prev := w.AskedAt
+	for _, p := range []struct {
+		name string
+		at   time.Time
+	}{{PhaseAccepted, w.AcceptedAt}, {PhaseUp, w.UpAt}, {PhaseFirstAnswer, w.FirstAnswerAt}} {
+		if p.at.IsZero() {
+			continue
+		}
+		out = append(out, PhaseDuration{Phase: p.name, Seconds: p.at.Sub(prev).Seconds()})
+		prev = p.at
+	}
+	return out
+}
+
+// Total is the wake's length so far: from the ask to its last phase reached.
+func (w *WakeTimes) Total() time.Duration {
+	if w == nil || w.AskedAt.IsZero() {
+		return 0
+	}
+	last := w.AskedAt
+	for _, t := range []time.Time{w.AcceptedAt, w.UpAt, w.FirstAnswerAt} {
+		last = latest(last, t)
+	}
+	return last.Sub(w.AskedAt)
+}
+
+// PhaseDuration is one phase of a wake and how long it took.
+type PhaseDuration struct {
+	Phase   string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
+}
+
+// The kinds of history entries that change no status (Transition.Kind).
+const (
+	EventHold     = "hold"     // a keep-warm hold set
+	EventRelease  = "release"  // a hold ended by an operator
+	EventSleep    = "sleep"    // an operator asked the app to sleep now
+	EventWakeAsk  = "wake_ask" // an operator asked the app to wake
+	EventWake     = "wake"     // a wake's phases, once the app answered
+	EventSettings = "settings" // the dry run or the kill switch changed (not per app)
+)
+
+// operatorName cleans a "by" given by an operator: trimmed, at most 64
+// characters, "admin API" when empty.
+func operatorName(by string) string {
+	by = strings.TrimSpace(by)
+	if by == "" {
+		return "admin API"
+	}
+	if r := []rune(by); len(r) > 64 {
+		by = string(r[:64])
+	}
+	return by
+}
