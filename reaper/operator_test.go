@@ -10,7 +10,9 @@ import (
 func TestDecide_Operator(t *testing.T) {
 	up := dtRecord(StatusUp) // up for 2 h, idle for dtIn
 	held := func(until time.Time) func(*Record) {
-		return func(r *Record) { r.Hold = &KeepWarm{Until: until, Reason: "backup", By: "ops", Since: dtAgo(time.Hour)} }
+		return func(r *Record) {
+			r.Hold = &KeepWarm{Until: until, Reason: "backup", By: "ops", Since: dtAgo(time.Hour)}
+		}
 	}
 	asked := func(at time.Time, force bool) func(*Record) {
 		return func(r *Record) { r.SleepAsk = &SleepAsk{At: at, By: "ops", Force: force} }
@@ -48,7 +50,7 @@ func TestDecide_Operator(t *testing.T) {
 		{name: "a sleep asked before the app last came up is spent",
 			rec: dtWith(up, asked(up.LastUpAt.Add(-time.Second), true)), in: dtInWith(dtSBU, nil, recent)},
 		{name: "sleep now never stops what the platform must keep up", rec: dtWith(up, asked(dtAgo(time.Second), true)),
-			in: dtInWith(dtSBU, nil, func(in *Input) { recent(in); in.Observation.NotShutdownable = true }),
+			in:   dtInWith(dtSBU, nil, func(in *Input) { recent(in); in.Observation.NotShutdownable = true }),
 			want: func(r *Record) { r.Cause = CauseNotShutdownable }},
 		{name: "a wake asked earlier dates the wake", rec: down,
 			in: dtInWith(dtSBD, nil, func(in *Input) { in.WakeAsked, in.WakeAskedAt = true, dtAgo(3*time.Second) }), act: ActionStart,
