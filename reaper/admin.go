@@ -3,7 +3,6 @@ package reaper
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -17,13 +16,26 @@ import (
 //	GET  /api/apps                      every app known to routes or to the store
 //	GET  /api/apps/{id}                 one app
 //	GET  /api/apps/{id}/history         its transitions, newest first (?page=1&page_size=50)
+//	GET  /api/apps/{id}/awake           why it is awake: who moved its idle clock since it woke
+//	GET  /api/apps/{id}/wakes           its recent wakes, phase by phase
 //	POST /api/apps/{id}/_wake           ask for a wake, as a request would
+//	POST /api/apps/{id}/_sleep          put it to sleep now (also _reap); 409 and why when it cannot, unless ?force=true
+//	POST /api/apps/{id}/_hold           {"duration": "6h", "reason": "…", "by": "…"}: keep it awake (waking it)
+//	DELETE /api/apps/{id}/_hold         end the hold now
 //	POST /api/apps/{id}/_reset          an app in Error (or any) back to WaitingForInit
+//	GET  /api/events                    server-sent events: changes of status, holds, actions, wakes
+//
+// Actions take an optional JSON body {"by": "…"} (or ?by=), who does it, kept in
+// the app's history.
 //	GET  /api/settings                  {"dry_run": false, "kill_switch": false}
 //	PUT  /api/settings                  replace them
 type AdminAPI struct {
 	Engine *Engine
 	Store  Store
+	// AwakeElsewhere returns the other nodes' why-is-it-awake reports on an app
+	// (in a cluster; nil on a single node). Nodes that cannot be reached are
+	// left out.
+	AwakeElsewhere func(ctx context.Context, appID string) []AwakeReport
 }
 
 // Handler returns the API's routes on a new mux.
@@ -32,8 +44,15 @@ func (a *AdminAPI) Handler() http.Handler {
 	mux.HandleFunc("GET /api/apps", a.list)
 	mux.HandleFunc("GET /api/apps/{id}", a.get)
 	mux.HandleFunc("GET /api/apps/{id}/history", a.history)
+	mux.HandleFunc("GET /api/apps/{id}/awake", a.awake)
+	mux.HandleFunc("GET /api/apps/{id}/wakes", a.wakes)
 	mux.HandleFunc("POST /api/apps/{id}/_wake", a.wake)
+	mux.HandleFunc("POST /api/apps/{id}/_sleep", a.sleep)
+	mux.HandleFunc("POST /api/apps/{id}/_reap", a.sleep)
+	mux.HandleFunc("POST /api/apps/{id}/_hold", a.hold)
+	mux.HandleFunc("DELETE /api/apps/{id}/_hold", a.release)
 	mux.HandleFunc("POST /api/apps/{id}/_reset", a.reset)
+	mux.HandleFunc("GET /api/events", a.eventStream)
 	mux.HandleFunc("GET /api/settings", a.getSettings)
 	mux.HandleFunc("PUT /api/settings", a.putSettings)
 	return mux
@@ -63,6 +82,13 @@ type AppView struct {
 	// Held is how many requests wait for the app on this node now.
 	Held    int  `json:"held"`
 	Managed bool `json:"managed"`
+	// Hold is the operator's keep-warm hold while it is active.
+	Hold *KeepWarm `json:"hold"`
+	// SleepAsked is an operator's "sleep now" still pending.
+	SleepAsked *SleepAsk `json:"sleep_asked"`
+	// LastWake is the current or last wake, phase by phase (as far as the record
+	// knows it: the first answer is in the history, see /wakes).
+	LastWake *WakeView `json:"last_wake"`
 }
 
 func ptime(t time.Time) *time.Time {
@@ -136,6 +162,15 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		if rec.Status.Asleep() {
 			v.AsleepSince = ptime(rec.LastStatusUpdate)
 		}
+		if now := time.Now(); rec.Hold.Active(now) {
+			v.Hold = rec.Hold
+		}
+		if rec.SleepAsk.Pending(rec) {
+			v.SleepAsked = rec.SleepAsk
+		}
+		if rec.Wake != nil {
+			v.LastWake = &WakeView{WakeTimes: *rec.Wake, Phases: rec.Wake.Durations(), Seconds: rec.Wake.Total().Seconds()}
+		}
 		out = append(out, v)
 	}
 	return out, nil
@@ -192,70 +227,6 @@ func (a *AdminAPI) history(w http.ResponseWriter, r *http.Request) {
 		items = []Transition{}
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"items": items, "total": total, "page": page, "page_size": size})
-}
-
-func (a *AdminAPI) known(id string) bool {
-	for _, m := range a.Engine.Managed() {
-		if m.App.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !a.known(id) {
-		httpjson.Error(w, http.StatusNotFound, "no route manages an app "+strconv.Quote(id))
-		return
-	}
-	app := a.Engine.app(id)
-	a.Engine.asks.askNow(app, time.Now())
-	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true})
-}
-
-// reset puts the app back in WaitingForInit under its lock, keeping the record's
-// term (an operator's reset is no leader's decision), and asks the job to look.
-func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	ctx := r.Context()
-	lock, err := a.Store.Lock(ctx, id, 0, 10*time.Second) // an operator's: never taken over
-	if errors.Is(err, ErrLocked) {
-		httpjson.Error(w, http.StatusConflict, "the app is being decided on right now; try again")
-		return
-	}
-	if err != nil {
-		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be used: "+err.Error())
-		return
-	}
-	locked := true
-	unlock := func() {
-		if locked {
-			locked = false
-			lock.Release(context.WithoutCancel(ctx))
-		}
-	}
-	defer unlock()
-	rec, ok, err := a.Store.Record(ctx, id)
-	if err != nil {
-		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
-		return
-	}
-	if !ok {
-		httpjson.Error(w, http.StatusNotFound, "no record for app "+strconv.Quote(id))
-		return
-	}
-	now := time.Now()
-	next := Reset(rec, now)
-	next.Revision = rec.Revision + 1
-	if err := a.Store.PutRecord(ctx, next); err != nil {
-		httpjson.Error(w, http.StatusServiceUnavailable, "the record cannot be written: "+err.Error())
-		return
-	}
-	a.Engine.Apply(next)
-	unlock() // before the ask: the job must find the lock free
-	a.Engine.asks.look(ctx, id)
-	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "status": next.Status})
 }
 
 func (a *AdminAPI) getSettings(w http.ResponseWriter, r *http.Request) {

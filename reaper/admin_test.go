@@ -54,8 +54,11 @@ func TestAdminAPI(t *testing.T) {
 		}
 		code, hist, _ := call(t, h, "GET", "/api/apps/app/history?page_size=10", "")
 		items := hist["items"].([]any)
-		if code != 200 || hist["total"] != float64(3) || items[0].(map[string]any)["to"] != "Error" {
+		if code != 200 || hist["total"] != float64(4) || items[0].(map[string]any)["to"] != "Error" {
 			t.Fatalf("history: %d %v", code, hist)
+		}
+		if ask := items[2].(map[string]any); ask["kind"] != EventWakeAsk || ask["by"] != "admin API" {
+			t.Fatalf("history: the operator's wake ask is %v, want kind %s by the admin API", ask, EventWakeAsk)
 		}
 		// Reset: back to WaitingForInit, then the job places it (Down).
 		if code, body, _ := call(t, h, "POST", "/api/apps/app/_reset", ""); code != 200 || body["status"] != "WaitingForInit" {

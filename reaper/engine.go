@@ -50,8 +50,9 @@ type Engine struct {
 	opts  EngineOptions
 	store Store
 	log   *slog.Logger
-	asks  *wakeAsks
-	holds *holds
+	asks   *wakeAsks
+	holds  *holds
+	events eventLog
 
 	mu   sync.RWMutex
 	apps map[string]*app
@@ -84,6 +85,8 @@ type app struct {
 	appTraffic
 	appAsks
 	appHolds
+	awake       appAwake
+	firstAnswer atomic.Int64 // Wake.AskedAt (unix nanoseconds) of the wake whose first answer this node recorded
 
 	// guarded by Engine.mu
 	owner  string
@@ -270,6 +273,12 @@ func (e *Engine) Apply(rec Record) {
 			a.upSeen.Store(seen.UnixNano())
 		}
 		if a.rec.CompareAndSwap(cur, &rec) {
+			if rec.Status == StatusUp && (cur == nil || cur.Status != StatusUp) {
+				a.awake.reset(time.Unix(0, a.upSeen.Load()))
+			}
+			if cur != nil {
+				e.recordEvents(cur, &rec)
+			}
 			if cur == nil || cur.Status != rec.Status {
 				e.asks.restart(a)
 				a.notifyMu.Lock()

@@ -15,6 +15,8 @@ type KeepWarm struct {
 	Reason string    `json:"reason,omitempty"`
 	By     string    `json:"by,omitempty"`
 	Since  time.Time `json:"since"`
+	// ReleasedBy is who ended the hold before its time (Until then says when).
+	ReleasedBy string `json:"released_by,omitempty"`
 }
 
 // Active reports whether the hold keeps the app awake at now.

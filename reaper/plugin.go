@@ -145,6 +145,7 @@ func (p *Plugin) admit(ex *plugin.Exchange) (Status, bool) {
 		return st, false
 	}
 	ex.OnDone(end)
+	a.awake.note(ex.ClientIP, ex.Request)
 	return "", true
 }
 
@@ -179,8 +180,14 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 	nr := p.engine.opts.NotReadyYet
 	notReady := nr != nil && nr(resp)
 	// A released request: its answer begins.
-	if rp := p.giveBackPlace(ex, !notReady && resp.StatusCode < http.StatusInternalServerError); rp != nil && rp.closeAfter {
-		resp.Header.Set("Connection", "close")
+	answered := !notReady && resp.StatusCode < http.StatusInternalServerError
+	if rp := p.giveBackPlace(ex, answered); rp != nil {
+		if rp.closeAfter {
+			resp.Header.Set("Connection", "close")
+		}
+		if answered {
+			p.engine.wakeAnswered(p.app, time.Now())
+		}
 	}
 	if !notReady {
 		return nil

@@ -395,6 +395,15 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 	}
 	// This node acts on the record at once (before it says so in the log).
 	j.opts.Engine.Apply(*next)
+	if prev.Status == StatusWaitingForUp && next.Status == StatusUp && next.Wake != nil {
+		// The phases as far as the platform goes; the first node to answer a
+		// held request adds the last one (Engine.wakeAnswered).
+		ev := Transition{AppID: next.AppID, From: next.Status, To: next.Status, At: next.LastStatusUpdate, Kind: EventWake,
+			Node: j.opts.Engine.opts.Node, Phases: next.Wake, Cause: "the platform reports it up"}
+		if err := j.opts.Store.AddEvent(ctx, ev); err != nil {
+			j.apiErr.log(j.log, "adding a wake's phases to the history failed", err)
+		}
+	}
 	if prev.Status != next.Status { // the store wrote its history entry with it
 		level := j.log.Info
 		if next.Status == StatusError {

@@ -1,0 +1,375 @@
+package reaper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reapergw/reaper/internal/httpjson"
+)
+
+// The operator's actions on an app: wake, sleep now, hold awake, release, reset.
+// Each one that changes the record does so under the app's lock (an operator's:
+// term 0, never taken over), keeping the record's term, and each one goes to the
+// app's history with who did it. In a cluster the binary forwards them to the
+// leader, so they meet the job where it decides.
+
+// Bounds of a hold.
+const (
+	MinHold = time.Minute
+	MaxHold = 90 * 24 * time.Hour
+)
+
+// actionBody is the optional JSON body of an action: who does it, and for a hold
+// how long and why.
+type actionBody struct {
+	By       string `json:"by"`
+	Reason   string `json:"reason"`
+	Duration string `json:"duration"`
+}
+
+// readAction decodes an action's body (empty is fine); an error says what is
+// wrong with it. ?by= stands in for the body's by.
+func readAction(w http.ResponseWriter, r *http.Request) (actionBody, error) {
+	var b actionBody
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4096))
+	if err != nil {
+		return b, errors.New("the body is larger than 4 KiB")
+	}
+	if strings.TrimSpace(string(raw)) != "" {
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&b); err != nil {
+			return b, fmt.Errorf(`the body must be a JSON object {"by": "…", "reason": "…", "duration": "6h"}: %v`, err)
+		}
+	}
+	if b.By == "" {
+		b.By = r.URL.Query().Get("by")
+	}
+	b.By = operatorName(b.By)
+	if len([]rune(b.Reason)) > 200 {
+		return b, errors.New("reason: at most 200 characters")
+	}
+	return b, nil
+}
+
+// refusal is an action the app's state refuses, with the status to answer.
+type refusal struct {
+	code int
+	msg  string
+}
+
+// change applies f to the app's record under its lock, writes it and makes this
+// node see it, then asks the job to look at the app. f refuses by returning a
+// refusal (nothing is written). It answers the client itself on failure and
+// reports whether the change was written, with the new record.
+func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f func(rec *Record, now time.Time) *refusal) (Record, bool) {
+	ctx := r.Context()
+	lock, err := a.Store.Lock(ctx, id, 0, 10*time.Second)
+	if errors.Is(err, ErrLocked) {
+		httpjson.Error(w, http.StatusConflict, "the app is being decided on right now; try again")
+		return Record{}, false
+	}
+	if err != nil {
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be used: "+err.Error())
+		return Record{}, false
+	}
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			lock.Release(context.WithoutCancel(ctx))
+		}
+	}
+	defer unlock()
+	rec, ok, err := a.Store.Record(ctx, id)
+	if err != nil {
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		return Record{}, false
+	}
+	if !ok {
+		rec = Record{AppID: id, Status: StatusWaitingForInit}
+	}
+	next := rec
+	if no := f(&next, time.Now()); no != nil {
+		httpjson.Error(w, no.code, no.msg)
+		return Record{}, false
+	}
+	next.Revision = rec.Revision + 1
+	if err := a.Store.PutRecord(ctx, next); err != nil {
+		httpjson.Error(w, http.StatusServiceUnavailable, "the record cannot be written: "+err.Error())
+		return Record{}, false
+	}
+	a.Engine.Apply(next)
+	unlock() // before the look: the job must find the lock free
+	a.Engine.asks.look(ctx, id)
+	return next, true
+}
+
+// event adds an operator's action to the app's history and the node's events;
+// a history that cannot be written is logged, not fatal: the action was done.
+func (a *AdminAPI) event(ctx context.Context, t Transition) {
+	t.Node = a.Engine.opts.Node
+	if t.Kind != EventHold && t.Kind != EventRelease { // those are seen in the record, on every node
+		a.Engine.events.publish(t, 0)
+	}
+	if err := a.Store.AddEvent(context.WithoutCancel(ctx), t); err != nil {
+		a.Engine.log.Warn("adding an operator's action to the history failed", "app", t.AppID, "kind", t.Kind, "err", err)
+	}
+}
+
+// managed returns the app's merged policy, ok false (and a 404 written) when no
+// route manages it.
+func (a *AdminAPI) managed(w http.ResponseWriter, id string) (ManagedApp, bool) {
+	for _, m := range a.Engine.Managed() {
+		if m.App.ID == id {
+			return m, true
+		}
+	}
+	httpjson.Error(w, http.StatusNotFound, "no route manages an app "+strconv.Quote(id))
+	return ManagedApp{}, false
+}
+
+func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, ok := a.managed(w, id); !ok {
+		return
+	}
+	body, err := readAction(w, r)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	now := time.Now()
+	a.Engine.asks.askNow(a.Engine.app(id), now)
+	rec, _ := a.Engine.Record(id)
+	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: body.By, Cause: "wake asked"})
+	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true, "status": rec.Status})
+}
+
+// sleep is "put to sleep now" (the reference's _reap): refused with 409 and the
+// reason when the app cannot go now, unless ?force=true, which still never cuts
+// a request in flight (the job waits until none is).
+func (a *AdminAPI) sleep(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	m, ok := a.managed(w, id)
+	if !ok {
+		return
+	}
+	body, err := readAction(w, r)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	force := false
+	if s := r.URL.Query().Get("force"); s != "" {
+		if force, err = strconv.ParseBool(s); err != nil {
+			httpjson.Error(w, http.StatusBadRequest, "force must be true or false, not "+strconv.Quote(s))
+			return
+		}
+	}
+	settings, err := a.Store.Settings(r.Context())
+	if err != nil {
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		return
+	}
+	busy, err := a.busy(r.Context(), id)
+	if err != nil {
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		return
+	}
+	rec, done := a.change(w, r, id, func(rec *Record, now time.Time) *refusal {
+		if no := sleepRefusal(*rec, settings, m.Policy, busy, force, now); no != nil {
+			return no
+		}
+		rec.SleepAsk = &SleepAsk{At: now, By: body.By, Force: force}
+		if force && rec.Hold.Active(now) {
+			h := *rec.Hold
+			h.Until, h.ReleasedBy = now, body.By
+			rec.Hold = &h
+		}
+		return nil
+	})
+	if !done {
+		return
+	}
+	cause := "put to sleep now"
+	if force {
+		cause += " (forced)"
+	}
+	if busy > 0 {
+		cause += fmt.Sprintf(", once %d open requests or connections end", busy)
+	}
+	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.SleepAsk.At, Kind: EventSleep, By: body.By, Cause: cause})
+	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "status": rec.Status, "sleep_asked": rec.SleepAsk, "open": busy})
+}
+
+// sleepRefusal says why an app cannot be put to sleep now, nil when it can. It
+// is pure: rec, the settings, the app's policy, its open requests and
+// connections (busy, over every node) and force decide.
+func sleepRefusal(rec Record, s Settings, p Policy, busy int, force bool, now time.Time) *refusal {
+	conflict := func(msg string) *refusal { return &refusal{http.StatusConflict, msg} }
+	switch {
+	case s.KillSwitch:
+		return conflict("the kill switch is on: no app is put to sleep")
+	case s.DryRun:
+		return conflict("dry run is on: no app is put to sleep")
+	}
+	switch rec.Status {
+	case StatusUp:
+	case StatusError:
+		return conflict("the app is in Error (" + rec.ErrorCause + "): reset it first")
+	case StatusWaitingForInit:
+		return conflict("the app has not been observed yet; try again in a few seconds")
+	case StatusWaitingForUp:
+		return conflict("the app is waking up; put it to sleep once it is Up")
+	default:
+		return conflict("the app is already " + string(rec.Status))
+	}
+	if force {
+		return nil
+	}
+	switch {
+	case busy > 0:
+		return conflict(fmt.Sprintf("%d requests, connections or held requests are open on the app; ?force=true puts it to sleep once they end", busy))
+	case p.KeepUp(now):
+		return conflict("the app is inside a keep-up range (must_be_up_at); ?force=true puts it to sleep anyway")
+	case rec.Hold.Active(now):
+		h := rec.Hold
+		return conflict(fmt.Sprintf("the app is held awake until %s by %s (%s); release the hold, or ?force=true ends it",
+			h.Until.UTC().Format(time.RFC3339), h.By, h.Reason))
+	}
+	return nil
+}
+
+// busy is the app's open requests, connections and held requests over every
+// node: the store's counts, or this node's exact ones when larger.
+func (a *AdminAPI) busy(ctx context.Context, id string) (int, error) {
+	counts, err := a.Store.InFlight(ctx)
+	if err != nil {
+		return 0, err
+	}
+	_, local := a.Engine.LocalTraffic(id)
+	return max(counts[id], int(local)), nil
+}
+
+// hold keeps the app awake for a duration, waking it if it sleeps.
+func (a *AdminAPI) hold(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, ok := a.managed(w, id); !ok {
+		return
+	}
+	body, err := readAction(w, r)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	d, err := parseHoldDuration(body.Duration)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	rec, done := a.change(w, r, id, func(rec *Record, now time.Time) *refusal {
+		rec.Hold = &KeepWarm{Until: now.Add(d), Reason: body.Reason, By: body.By, Since: now}
+		return nil
+	})
+	if !done {
+		return
+	}
+	if rec.Status.Asleep() {
+		a.Engine.asks.askNow(a.Engine.app(id), rec.Hold.Since)
+	}
+	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.Hold.Since, Kind: EventHold,
+		By: body.By, Cause: body.Reason, Hold: rec.Hold})
+	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "status": rec.Status, "hold": rec.Hold})
+}
+
+// parseHoldDuration reads a hold's duration: a Go duration ("6h", "90m") or a
+// number of days ("2d"), from MinHold to MaxHold.
+func parseHoldDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, errors.New(`duration is required: how long to hold the app awake, e.g. "6h", "90m" or "2d"`)
+	}
+	var d time.Duration
+	var err error
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		n, err = strconv.Atoi(days)
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("duration %q: not a duration (e.g. \"6h\", \"90m\" or \"2d\")", s)
+	case d < MinHold || d > MaxHold:
+		return 0, fmt.Errorf("duration %q: must be from %v to %d days", s, MinHold, MaxHold/(24*time.Hour))
+	}
+	return d, nil
+}
+
+// release ends the app's hold now; the idle clock counts from now. Releasing an
+// app with no active hold is not an error ("released": false).
+func (a *AdminAPI) release(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, ok := a.managed(w, id); !ok {
+		return
+	}
+	body, err := readAction(w, r)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if rec, ok := a.Engine.Record(id); !ok || !rec.Hold.Active(time.Now()) {
+		httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "released": false, "reason": "the app has no active hold"})
+		return
+	}
+	rec, done := a.change(w, r, id, func(rec *Record, now time.Time) *refusal {
+		if !rec.Hold.Active(now) {
+			return nil // expired meanwhile: nothing to change
+		}
+		h := *rec.Hold
+		h.Until, h.ReleasedBy = now, body.By
+		rec.Hold = &h
+		return nil
+	})
+	if !done {
+		return
+	}
+	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.Hold.Until, Kind: EventRelease,
+		By: body.By, Cause: "hold released", Hold: rec.Hold})
+	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "released": true, "status": rec.Status, "hold": rec.Hold})
+}
+
+// reset puts the app back in WaitingForInit, keeping the record's term (an
+// operator's reset is no leader's decision), and asks the job to look.
+func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	body, err := readAction(w, r)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if _, ok, err := a.Store.Record(r.Context(), id); err != nil || !ok {
+		if err != nil {
+			httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		} else {
+			httpjson.Error(w, http.StatusNotFound, "no record for app "+strconv.Quote(id))
+		}
+		return
+	}
+	rec, done := a.change(w, r, id, func(rec *Record, now time.Time) *refusal {
+		*rec = Reset(*rec, now)
+		rec.Cause = CauseReset + " (" + body.By + ")"
+		return nil
+	})
+	if done {
+		httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "status": rec.Status})
+	}
+}

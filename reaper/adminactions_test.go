@@ -1,0 +1,172 @@
+package reaper
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/paastest"
+)
+
+// An operator holds a sleeping app awake (it wakes), cannot put it to sleep while
+// held, releases it, puts it to sleep now; every step shows in the API, the
+// history and the event stream, with who did it.
+func TestAdminAPI_HoldReleaseSleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("app")
+		e := newEnv(t, fake, "")
+		e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
+		_, events, cancel := e.engine.Subscribe(0)
+		defer cancel()
+
+		code, body, _ := call(t, h, "POST", "/api/apps/app/_hold", `{"duration": "6h", "reason": "nightly backup", "by": "ops"}`)
+		if code != 200 || body["hold"].(map[string]any)["reason"] != "nightly backup" {
+			t.Fatalf("hold: %d %v", code, body)
+		}
+		settle()
+		if got := fake.Get("app").State; got != paas.StateShouldBeUp {
+			t.Fatalf("a hold on a sleeping app: platform state %s, want it woken", got)
+		}
+		_, app, _ := call(t, h, "GET", "/api/apps/app", "")
+		if hold, _ := app["hold"].(map[string]any); app["status"] != "Up" || hold["by"] != "ops" || hold["reason"] != "nightly backup" {
+			t.Fatalf("held app: %v; want Up with the hold, its reason and author", app)
+		}
+		code, body, _ = call(t, h, "POST", "/api/apps/app/_sleep", "")
+		if msg, _ := body["error"].(string); code != 409 || !strings.Contains(msg, "held awake") || !strings.Contains(msg, "nightly backup") {
+			t.Fatalf("sleep while held: %d %v; want 409 saying the hold", code, body)
+		}
+		time.Sleep(time.Hour) // the fake clock: an hour of no traffic passes
+		settle()
+		if st, _ := e.engine.Record("app"); st.Status != StatusUp {
+			t.Fatalf("held app after an idle hour: %s, want Up", st.Status)
+		}
+		code, body, _ = call(t, h, "DELETE", "/api/apps/app/_hold?by=ops", "")
+		if code != 200 || body["released"] != true {
+			t.Fatalf("release: %d %v", code, body)
+		}
+		code, body, _ = call(t, h, "DELETE", "/api/apps/app/_hold", "")
+		if code != 200 || body["released"] != false {
+			t.Fatalf("release again: %d %v; want 200, released false", code, body)
+		}
+		code, body, _ = call(t, h, "POST", "/api/apps/app/_sleep", `{"by": "alice"}`)
+		if code != 202 {
+			t.Fatalf("sleep: %d %v", code, body)
+		}
+		settle()
+		if got := fake.Get("app").State; got != paas.StateShouldBeDown || fake.Count("stop", "app") != 1 {
+			t.Fatalf("after sleep now: platform %s, %d stops; want one stop", got, fake.Count("stop", "app"))
+		}
+		code, body, _ = call(t, h, "POST", "/api/apps/app/_reap", "")
+		if msg, _ := body["error"].(string); code != 409 || !strings.Contains(msg, "already Down") {
+			t.Fatalf("reap of a sleeping app: %d %v; want 409 already Down", code, body)
+		}
+
+		_, hist, _ := call(t, h, "GET", "/api/apps/app/history?page_size=50", "")
+		var kinds []string
+		for _, it := range hist["items"].([]any) {
+			m := it.(map[string]any)
+			k, _ := m["kind"].(string)
+			if k == "" {
+				k = m["to"].(string)
+			}
+			if by, _ := m["by"].(string); by != "" {
+				k += " by " + by
+			}
+			kinds = append(kinds, k)
+		}
+		slices.Reverse(kinds)
+		want := []string{"Down", "hold by ops", "WaitingForUp", "Up", "wake", "release by ops", "sleep by alice", "WaitingForShutdown", "Down"}
+		if !slices.Equal(kinds, want) {
+			t.Errorf("history (oldest first) = %q, want %q", kinds, want)
+		}
+		var seen []string
+		for len(events) > 0 {
+			ev := <-events
+			seen = append(seen, ev.Type+":"+string(ev.To))
+		}
+		wantEv := []string{"hold:Down", "status:WaitingForUp", "status:Up", "release:Up", "sleep:Up", "status:WaitingForShutdown", "status:Down"}
+		if !slices.Equal(seen, wantEv) {
+			t.Errorf("events = %q, want %q", seen, wantEv)
+		}
+	})
+}
+
+// Every action names what is wrong with a bad call.
+func TestAdminAPI_ActionErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("app"), "")
+		e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
+		for _, c := range []struct {
+			method, path, body string
+			code               int
+			says               string
+		}{
+			{"POST", "/api/apps/app/_hold", `{}`, 400, "duration is required"},
+			{"POST", "/api/apps/app/_hold", `{"duration": "10s"}`, 400, "from 1m0s to 90 days"},
+			{"POST", "/api/apps/app/_hold", `{"duration": "soon"}`, 400, "not a duration"},
+			{"POST", "/api/apps/app/_hold", `{"duration": "1h", "for": "x"}`, 400, `unknown field "for"`},
+			{"POST", "/api/apps/app/_hold", `{"duration": "1h", "reason": "` + strings.Repeat("x", 201) + `"}`, 400, "at most 200"},
+			{"POST", "/api/apps/nope/_hold", `{"duration": "1h"}`, 404, `no route manages an app "nope"`},
+			{"POST", "/api/apps/app/_sleep?force=maybe", "", 400, "force must be true or false"},
+			{"POST", "/api/apps/app/_sleep", "", 409, "already Down"},
+			{"POST", "/api/apps/nope/_sleep", "", 404, "no route manages"},
+			{"DELETE", "/api/apps/nope/_hold", "", 404, "no route manages"},
+			{"POST", "/api/apps/app/_wake", `[1]`, 400, "must be a JSON object"},
+			{"GET", "/api/apps/app/wakes?limit=0", "", 400, "limit must be"},
+			{"GET", "/api/apps/nope/awake", "", 404, "no route manages"},
+		} {
+			code, body, _ := call(t, h, c.method, c.path, c.body)
+			if msg, _ := body["error"].(string); code != c.code || !strings.Contains(msg, c.says) {
+				t.Errorf("%s %s %s = %d %v; want %d saying %q", c.method, c.path, c.body, code, body, c.code, c.says)
+			}
+		}
+	})
+}
+
+func TestSleepRefusal(t *testing.T) {
+	up := dtRecord(StatusUp)
+	held := dtWith(up, func(r *Record) { r.Hold = &KeepWarm{Until: dtNow.Add(time.Hour), By: "ops", Reason: "backup"} })
+	for _, c := range []struct {
+		name   string
+		rec    Record
+		s      Settings
+		p      Policy
+		busy   int
+		force  bool
+		refuse string // "" when it may go
+	}{
+		{"up and quiet", up, Settings{}, dtPolicy, 0, false, ""},
+		{"kill switch", up, Settings{KillSwitch: true}, dtPolicy, 0, true, "kill switch"},
+		{"dry run", up, Settings{DryRun: true}, dtPolicy, 0, true, "dry run"},
+		{"in Error", dtRecord(StatusError), Settings{}, dtPolicy, 0, true, "reset it first"},
+		{"waking", dtRecord(StatusWaitingForUp), Settings{}, dtPolicy, 0, true, "waking up"},
+		{"not observed", dtRecord(StatusWaitingForInit), Settings{}, dtPolicy, 0, true, "not been observed"},
+		{"going to sleep", dtRecord(StatusWaitingForShutdown), Settings{}, dtPolicy, 0, true, "already WaitingForShutdown"},
+		{"busy", up, Settings{}, dtPolicy, 3, false, "3 requests"},
+		{"busy, forced", up, Settings{}, dtPolicy, 3, true, ""},
+		{"keep-up range", up, Settings{}, dtKeepUp, 0, false, "keep-up range"},
+		{"keep-up range, forced", up, Settings{}, dtKeepUp, 0, true, ""},
+		{"held", held, Settings{}, dtPolicy, 0, false, "held awake until"},
+		{"held, forced", held, Settings{}, dtPolicy, 0, true, ""},
+	} {
+		got := sleepRefusal(c.rec, c.s, c.p, c.busy, c.force, dtNow)
+		switch {
+		case c.refuse == "" && got != nil:
+			t.Errorf("%s: refused (%s), want it allowed", c.name, got.msg)
+		case c.refuse != "" && (got == nil || got.code != http.StatusConflict || !strings.Contains(got.msg, c.refuse)):
+			t.Errorf("%s: %+v, want 409 saying %q", c.name, got, c.refuse)
+		}
+	}
+}

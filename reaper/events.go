@@ -1,0 +1,147 @@
+package reaper
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Event is one entry of a node's event stream (the admin API's /api/events): a
+// change of status or of a hold seen in the records (every node sees every
+// app's), or an action or a wake's phases on this node.
+type Event struct {
+	// ID orders the events of one node; a client that reconnects passes the last
+	// it saw (Last-Event-ID) to get what it missed, if the node still has it.
+	ID uint64 `json:"id"`
+	// Type is "status" for a change of status, else the Transition's Kind.
+	Type string `json:"type"`
+	Transition
+	// Seconds is, for a change of status, how long the app was in the previous
+	// one; for a wake, how long it took from the ask to its last phase.
+	Seconds float64 `json:"seconds,omitempty"`
+}
+
+// EventReplay is how many recent events a node keeps for late subscribers.
+const EventReplay = 64
+
+// eventSubBuffer bounds a subscriber's backlog; one that falls further behind is
+// dropped (its channel closed) and reconnects with Last-Event-ID.
+const eventSubBuffer = 256
+
+// eventLog keeps the node's recent events and hands new ones to subscribers.
+type eventLog struct {
+	mu     sync.Mutex
+	ring   [EventReplay]Event
+	lastID uint64
+	subs   map[chan Event]struct{}
+}
+
+// publish gives t an id and hands it out; it never blocks.
+func (l *eventLog) publish(t Transition, seconds float64) {
+	typ := t.Kind
+	if typ == "" {
+		typ = "status"
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastID++
+	ev := Event{ID: l.lastID, Type: typ, Transition: t, Seconds: seconds}
+	l.ring[ev.ID%EventReplay] = ev
+	for ch := range l.subs {
+		select {
+		case ch <- ev:
+		default:
+			delete(l.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// subscribe returns the kept events after the id after (all kept ones when it
+// is 0 or no longer kept), oldest first, and a channel of the next ones. The
+// channel is closed when the subscriber falls behind or cancel is called.
+func (l *eventLog) subscribe(after uint64) (recent []Event, next <-chan Event, cancel func()) {
+	ch := make(chan Event, eventSubBuffer)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := uint64(1)
+	if l.lastID > EventReplay {
+		first = l.lastID - EventReplay + 1
+	}
+	if after >= first && after <= l.lastID {
+		first = after + 1
+	}
+	for id := first; id <= l.lastID; id++ {
+		recent = append(recent, l.ring[id%EventReplay])
+	}
+	if l.subs == nil {
+		l.subs = map[chan Event]struct{}{}
+	}
+	l.subs[ch] = struct{}{}
+	return recent, ch, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if _, ok := l.subs[ch]; ok {
+			delete(l.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// Subscribe is the node's event stream: see eventLog.subscribe.
+func (e *Engine) Subscribe(after uint64) (recent []Event, next <-chan Event, cancel func()) {
+	return e.events.subscribe(after)
+}
+
+// recordEvents publishes what changed from cur to rec, both records of app id:
+// its status, its hold.
+func (e *Engine) recordEvents(cur, rec *Record) {
+	if cur.Status != rec.Status {
+		t := Transition{AppID: rec.AppID, From: cur.Status, To: rec.Status, Cause: rec.Cause, At: rec.LastStatusUpdate}
+		if rec.Status == StatusUp && cur.Status == StatusWaitingForUp && rec.Wake != nil {
+			t.Phases = rec.Wake
+		}
+		if rec.Status == StatusWaitingForShutdown && rec.SleepAsk.Pending(*cur) {
+			t.By = rec.SleepAsk.By
+		}
+		e.events.publish(t, rec.LastStatusUpdate.Sub(cur.LastStatusUpdate).Seconds())
+	}
+	switch old, now := cur.Hold, rec.Hold; {
+	case now == nil || (old != nil && *old == *now):
+	case old == nil || !now.Since.Equal(old.Since):
+		e.events.publish(Transition{AppID: rec.AppID, From: rec.Status, To: rec.Status, Cause: now.Reason,
+			At: now.Since, Kind: EventHold, By: now.By, Hold: now}, 0)
+	case now.Until.Before(old.Until) && !now.Until.After(time.Now()):
+		e.events.publish(Transition{AppID: rec.AppID, From: rec.Status, To: rec.Status, Cause: "hold released",
+			At: now.Until, Kind: EventRelease, By: now.ReleasedBy, Hold: now}, 0)
+	}
+}
+
+// wakeAnswered records, once per wake and node, the first held request the app
+// answered: the wake's last phase, published and added to the app's history
+// (in the background: a released request never waits on the store).
+func (e *Engine) wakeAnswered(a *app, now time.Time) {
+	rec := a.rec.Load()
+	if rec == nil || rec.Wake == nil || rec.Wake.AskedAt.IsZero() {
+		return
+	}
+	asked := rec.Wake.AskedAt.UnixNano()
+	if prev := a.firstAnswer.Load(); prev == asked || !a.firstAnswer.CompareAndSwap(prev, asked) {
+		return
+	}
+	w := *rec.Wake
+	w.FirstAnswerAt = now
+	if w.UpAt.IsZero() {
+		w.UpAt = time.Unix(0, a.upSeen.Load())
+	}
+	t := Transition{AppID: a.id, From: rec.Status, To: rec.Status, At: now, Kind: EventWake, Node: e.opts.Node, Phases: &w,
+		Cause: "first held request answered"}
+	e.events.publish(t, w.Total().Seconds())
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.store.AddEvent(ctx, t); err != nil {
+			e.storeErr.log(e.log, "adding a wake's phases to the history failed", err)
+		}
+	}()
+}
