@@ -27,6 +27,7 @@ import (
 //
 // Actions take an optional JSON body {"by": "…"} (or ?by=), who does it, kept in
 // the app's history.
+//
 //	GET  /api/settings                  {"dry_run": false, "kill_switch": false}
 //	PUT  /api/settings                  replace them
 type AdminAPI struct {
