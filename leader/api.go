@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reapergw/reaper/internal/httpjson"
@@ -22,6 +24,13 @@ type API struct {
 	Node   *Node
 	Asks   AskHandler   // the leader's job, which takes the wake asks
 	Logger *slog.Logger // membership changes are logged here
+	// Writes serves the admin API's writes that followers forward to the leader
+	// (ForwardWrites), under /internal/admin/ with that prefix removed; nil
+	// serves none.
+	Writes http.Handler
+	// Local serves what another node reads of this one's memory (why an app is
+	// awake), under /internal/local/ with that prefix removed; nil serves none.
+	Local http.Handler
 }
 
 // Internal returns the handler of the calls nodes make to each other, signed
@@ -34,8 +43,23 @@ type API struct {
 //	POST   /internal/asks/{app}      a wake ask: 202 on the leader, 421 elsewhere
 //	POST   /internal/members         {"id", "raft_addr", "api_addr"}: add a voter (leader only, 421 elsewhere)
 //	DELETE /internal/members/{id}    remove a member (leader only, 421 elsewhere)
+//	*      /internal/admin/…         an admin API write forwarded by a follower (leader only, 421 elsewhere)
+//	GET    /internal/local/…         this node's own view (Local)
 func (a *API) Internal() http.Handler {
 	mux := http.NewServeMux()
+	if a.Writes != nil {
+		writes := http.StripPrefix("/internal/admin", a.Writes)
+		mux.HandleFunc("/internal/admin/", func(w http.ResponseWriter, r *http.Request) {
+			if !a.Node.IsLeader() {
+				httpjson.Error(w, http.StatusMisdirectedRequest, "this node is not the leader")
+				return
+			}
+			writes.ServeHTTP(w, r)
+		})
+	}
+	if a.Local != nil {
+		mux.Handle("GET /internal/local/", http.StripPrefix("/internal/local", a.Local))
+	}
 	mux.HandleFunc("POST /internal/asks/{app}", a.ask)
 	mux.HandleFunc("POST /internal/members", func(w http.ResponseWriter, r *http.Request) {
 		a.addMember(w, r, false)
@@ -156,4 +180,66 @@ func (a *API) forwardOrRefuse(w http.ResponseWriter, r *http.Request, forward bo
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	w.Write(out)
+}
+
+// maxForwardedBody bounds the body of an admin write forwarded to the leader.
+const maxForwardedBody = 64 << 10
+
+// ForwardWrites wraps the admin API: on the leader, or for a read (GET, HEAD),
+// it serves the call itself; on a follower, a write goes to the leader's
+// /internal/admin/ (signed), and its answer comes back as the leader gave it. So
+// every action meets the job where it decides, whichever node the operator uses.
+func (a *API) ForwardWrites(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || a.Node.IsLeader() {
+			api.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxForwardedBody))
+		if err != nil {
+			httpjson.Error(w, http.StatusRequestEntityTooLarge, "the body is larger than 64 KiB")
+			return
+		}
+		code, out, err := a.Node.Forward(r.Context(), r.Method, "/internal/admin"+r.URL.RequestURI(), body)
+		switch {
+		case errors.Is(err, ErrNoLeader):
+			httpjson.Error(w, http.StatusServiceUnavailable, "no leader is known right now (an election may be under way); try again")
+		case err != nil:
+			httpjson.Error(w, http.StatusBadGateway, "the leader could not be reached: "+err.Error())
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			w.Write(out)
+		}
+	})
+}
+
+// Gather calls GET path on every other member whose API address is known, at
+// once, and returns the bodies of the 200 answers; members that fail or time out
+// are left out (it waits 2 s at most).
+func (a *API) Gather(ctx context.Context, path string) [][]byte {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st := a.Node.Status()
+	var (
+		mu  sync.Mutex
+		out [][]byte
+		wg  sync.WaitGroup
+	)
+	for _, m := range st.Members {
+		if m.ID == st.ID || m.APIAddr == "" {
+			continue
+		}
+		wg.Go(func() {
+			code, body, err := a.Node.Call(ctx, m.APIAddr, http.MethodGet, path, nil)
+			if err != nil || code != http.StatusOK {
+				return
+			}
+			mu.Lock()
+			out = append(out, body)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
 }

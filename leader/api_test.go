@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -81,7 +83,17 @@ func newAPIClusterWith(t *testing.T, n int, tlsOf map[string]*TLS) *apiCluster {
 }
 
 func (ac *apiCluster) serveAPI(tn *testNode, asks AskHandler) *API {
-	api := &API{Node: tn.node, Asks: asks, Logger: ac.logs.Logger(slog.LevelInfo)}
+	id := tn.cfg.NodeID
+	echo := func(what string) http.Handler { // says which node served what
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if what == "write" {
+				w.WriteHeader(http.StatusCreated)
+			}
+			fmt.Fprintf(w, "%s %s %s %s %s", what, id, r.Method, r.URL.RequestURI(), body)
+		})
+	}
+	api := &API{Node: tn.node, Asks: asks, Logger: ac.logs.Logger(slog.LevelInfo), Writes: echo("write"), Local: echo("local")}
 	ac.apis[tn.cfg.NodeID] = api
 	return api
 }
@@ -304,5 +316,54 @@ func TestAPI_NoLeaderKnown(t *testing.T) {
 	}
 	if strings.Contains(ac.logs.String(), "cluster member") {
 		t.Errorf("a refused call logged a membership change:\n%s", ac.logs.String())
+	}
+}
+
+// An admin write on a follower is served by the leader (path, query and body
+// intact, its answer passed back); a read is served where it was asked; Gather
+// reads every other node.
+func TestAPI_ForwardWritesAndGather(t *testing.T) {
+	ac := newAPICluster(t, 3)
+	lead, _ := ac.waitAgreement(electionBound, ac.ids()...)
+	fid := ac.followers(lead)[0]
+	follower := ac.apis[fid]
+	local := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "served locally: %s %s", r.Method, r.URL.RequestURI())
+	})
+	h := follower.ForwardWrites(local)
+	rec := call(h, "POST", "/api/apps/a%20b/_sleep?force=true", `{"by":"ops"}`, nil, time.Now())
+	want := "write " + lead.cfg.NodeID + ` POST /api/apps/a%20b/_sleep?force=true {"by":"ops"}`
+	if rec.Code != http.StatusCreated || rec.Body.String() != want {
+		t.Errorf("a write on follower %s: %d %q, want 201 %q", fid, rec.Code, rec.Body.String(), want)
+	}
+	if rec := call(h, "GET", "/api/apps", "", nil, time.Now()); rec.Body.String() != "served locally: GET /api/apps" {
+		t.Errorf("a read on a follower: %q, want it served there", rec.Body.String())
+	}
+	if rec := call(ac.apis[lead.cfg.NodeID].ForwardWrites(local), "DELETE", "/api/apps/a/_hold", "", nil, time.Now()); rec.Body.String() != "served locally: DELETE /api/apps/a/_hold" {
+		t.Errorf("a write on the leader: %q, want it served there", rec.Body.String())
+	}
+	// A forwarded write that reaches a follower's internal API is refused.
+	ctx, cancel := context.WithTimeout(context.Background(), electionBound)
+	defer cancel()
+	other := ac.followers(lead)[1]
+	code, body, err := ac.nodes[fid].node.Call(ctx, ac.apiAddr(other), "POST", "/internal/admin/api/apps/a/_sleep", nil)
+	if err != nil || code != 421 {
+		t.Errorf("a forwarded write on a follower: %d %q %v, want 421", code, body, err)
+	}
+	got := follower.Gather(ctx, "/internal/local/awake/a")
+	var lines []string
+	for _, b := range got {
+		lines = append(lines, string(b))
+	}
+	slices.Sort(lines)
+	var wantLines []string
+	for _, id := range ac.ids() {
+		if id != fid {
+			wantLines = append(wantLines, "local "+id+" GET /awake/a ")
+		}
+	}
+	slices.Sort(wantLines)
+	if !slices.Equal(lines, wantLines) {
+		t.Errorf("Gather from %s = %q, want %q (every other node)", fid, lines, wantLines)
 	}
 }

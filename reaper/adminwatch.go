@@ -19,7 +19,7 @@ const awakeTop = 10
 
 func (a *AdminAPI) awake(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	local, ok := a.Engine.Awake(id, awakeKeys)
+	local, ok := a.Engine.Awake(id, AwakeKeys)
 	if !ok {
 		httpjson.Error(w, http.StatusNotFound, "no route manages an app "+strconv.Quote(id))
 		return

@@ -18,20 +18,20 @@ import (
 
 // Bounds of the counters.
 const (
-	awakeKeys      = 64   // distinct values kept per kind
+	AwakeKeys      = 64   // distinct values kept per kind
 	awakeExact     = 4096 // requests counted one by one after a wake; then one in awakeSampleEvery
 	awakeSampleOne = 16
 	awakeValueMax  = 160 // bytes kept of a path or a user agent
 )
 
-// topCounter counts values, keeping at most awakeKeys of them: a new value when
+// topCounter counts values, keeping at most AwakeKeys of them: a new value when
 // it is full takes the place of the least counted one and starts from its count
 // (the space-saving rule: a frequent value cannot be pushed out by a flood of
 // rare ones, and no count is ever under its true value).
 type topCounter map[string]int64
 
 func (c topCounter) add(v string, n int64) {
-	if _, ok := c[v]; ok || len(c) < awakeKeys {
+	if _, ok := c[v]; ok || len(c) < AwakeKeys {
 		c[v] += n
 		return
 	}

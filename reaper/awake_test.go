@@ -31,8 +31,8 @@ func TestAppAwake_BoundedUnderAFloodOfDistinctClients(t *testing.T) {
 	sizes := []int{len(w.clients), len(w.paths), len(w.agents)}
 	w.mu.Unlock()
 	for _, n := range sizes {
-		if n > awakeKeys {
-			t.Fatalf("counter sizes %v; want each at most %d", sizes, awakeKeys)
+		if n > AwakeKeys {
+			t.Fatalf("counter sizes %v; want each at most %d", sizes, AwakeKeys)
 		}
 	}
 	r := w.report("app", "n1", 3)

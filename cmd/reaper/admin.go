@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"net/http"
+	"net/url"
 
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/httpjson"
@@ -49,18 +52,34 @@ func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handle
 	return mux
 }
 
-// adminAPI is the authenticated part of the admin listener.
+// adminAPI is the authenticated part of the admin listener. In a cluster, writes
+// reaching a follower are forwarded to the leader, and why-is-it-awake merges
+// every node's counters.
 func (n *node) adminAPI() http.Handler {
 	mux := http.NewServeMux()
-	api := (&reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}).Handler()
-	mux.Handle("/api/apps", api)
-	mux.Handle("/api/apps/", api)
-	mux.Handle("/api/settings", api)
+	admin := &reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}
+	api := admin.Handler()
 	if n.parts.leader != nil {
-		cluster := n.clusterAPI().Admin()
+		capi := n.clusterAPI()
+		admin.AwakeElsewhere = func(ctx context.Context, appID string) []reaper.AwakeReport {
+			var out []reaper.AwakeReport
+			for _, body := range capi.Gather(ctx, "/internal/local/awake/"+url.PathEscape(appID)) {
+				var r reaper.AwakeReport
+				if json.Unmarshal(body, &r) == nil {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+		api = capi.ForwardWrites(api)
+		cluster := capi.Admin()
 		mux.Handle("/api/cluster", cluster)
 		mux.Handle("/api/cluster/", cluster)
 	}
+	mux.Handle("/api/apps", api)
+	mux.Handle("/api/apps/", api)
+	mux.Handle("/api/settings", api)
+	mux.Handle("/api/events", api)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)
 	})
@@ -68,7 +87,18 @@ func (n *node) adminAPI() http.Handler {
 }
 
 // clusterAPI serves the cluster's internal calls and the admin API's cluster part
-// (only when this node is in a cluster).
+// (only when this node is in a cluster): the leader serves the writes followers
+// forward to it, and every node what the others read of its memory.
 func (n *node) clusterAPI() *leader.API {
-	return &leader.API{Node: n.parts.leader, Asks: n.parts.job, Logger: n.log}
+	local := http.NewServeMux()
+	local.HandleFunc("GET /awake/{app}", func(w http.ResponseWriter, r *http.Request) {
+		rep, ok := n.parts.engine.Awake(r.PathValue("app"), reaper.AwakeKeys)
+		if !ok {
+			httpjson.Error(w, http.StatusNotFound, "no route on this node manages "+r.PathValue("app"))
+			return
+		}
+		httpjson.Write(w, http.StatusOK, rep)
+	})
+	writes := (&reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}).Handler()
+	return &leader.API{Node: n.parts.leader, Asks: n.parts.job, Logger: n.log, Writes: writes, Local: local}
 }
