@@ -52,4 +52,3 @@ func TestAppConfig_PriceAndCurrencyAreChecked(t *testing.T) {
 		}
 	}
 }
-

@@ -43,4 +43,6 @@ func (d *Driver) Watch(context.Context, func(appID string)) {}
 func (d *Driver) Close() error { return nil }
 
 // Cost returns ErrUnsupported.
-func (d *Driver) Cost(context.Context, paas.App) (paas.Cost, error) { return paas.Cost{}, ErrUnsupported }
+func (d *Driver) Cost(context.Context, paas.App) (paas.Cost, error) {
+	return paas.Cost{}, ErrUnsupported
+}
