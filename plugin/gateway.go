@@ -49,7 +49,7 @@ type RequestDone struct {
 // route of the current Router, runs the route's plugin chain and proxies the
 // request to the route's backend. Safe for concurrent use.
 type Gateway struct {
-	router  atomic.Pointer[Router]
+	router   atomic.Pointer[Router]
 	log      *slog.Logger
 	trusted  []netip.Prefix
 	observer RequestObserver

@@ -49,9 +49,9 @@ type EngineOptions struct {
 // of a request for an awake app waits on I/O: records are cached, traffic is
 // flushed in the background.
 type Engine struct {
-	opts   EngineOptions
-	store  Store
-	log    *slog.Logger
+	opts     EngineOptions
+	store    Store
+	log      *slog.Logger
 	asks     *wakeAsks
 	holds    *holds
 	events   eventLog
