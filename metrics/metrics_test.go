@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,4 +65,30 @@ func BenchmarkObserveRequest(b *testing.B) {
 			m.ObserveRequest(d)
 		}
 	})
+}
+
+// Every metric this package defines is documented in docs/metrics.md.
+func TestEveryMetricIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range []string{"metrics.go", "collect.go"} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`"(reaper_[a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
+			names[m[1]] = true
+		}
+	}
+	if len(names) < 19 {
+		t.Fatalf("found %d metric names in the source, want them all (the pattern broke?)", len(names))
+	}
+	for n := range names {
+		if !strings.Contains(string(doc), "`"+n+"`") {
+			t.Errorf("%s is not in docs/metrics.md", n)
+		}
+	}
 }
