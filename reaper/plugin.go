@@ -98,6 +98,9 @@ func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 		}
 		return p.holdThenAdmit(ex)
 	}
+	if ex.Request.URL.Path == WellKnownStatusPath {
+		return p.wellKnownStatus(ex), nil
+	}
 	k := p.classify(ex.Request)
 	ex.Class = kindNames[k]
 	return p.respond(ex, k, p.app.status())
