@@ -86,28 +86,64 @@ func newFlags(name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: reaper %s\n\nOptions:\n", synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: reaper %s\n", synopsis)
+		has := false
+		fs.VisitAll(func(*flag.Flag) { has = true })
+		if has {
+			fmt.Fprint(fs.Output(), "\nOptions:\n")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
 }
 
-// parseFlags parses args; --help prints the usage to stdout and ends with status 0.
+// parseFlags parses args, which hold options only; see parseArgs.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitCode(0)
+	_, err := parseArgs(fs, args, stdout, 0, 0)
+	return err
+}
+
+// parseArgs parses options and positional arguments in any order (options may
+// follow the arguments: `reaper hold db 6h --reason backup`; after "--" all are
+// arguments) and returns the arguments. --help prints the usage once, to stdout,
+// and ends with status 0; an unknown option, or fewer than least or more than
+// most arguments (most < 0: any number), prints the problem and the usage once,
+// to stderr, and ends with status 2.
+func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer, least, most int) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {} // the flag package would print it on every error; it is printed once below
+	defer func() { fs.Usage = usage }()
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(stdout)
+				usage()
+				return nil, exitCode(0)
+			}
+			usage()
+			return nil, exitCode(2)
 		}
-		return exitCode(2)
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return exitCode(2)
+	switch {
+	case len(pos) < least:
+		fmt.Fprintf(fs.Output(), "missing argument: %d needed\n", least)
+	case most >= 0 && len(pos) > most:
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", pos[most])
+	default:
+		return pos, nil
 	}
-	return nil
+	usage()
+	return nil, exitCode(2)
 }
 
 func versionCmd(args []string, stdout, stderr io.Writer) error {
