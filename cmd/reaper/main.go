@@ -3,6 +3,7 @@
 //
 //	reaper serve --config FILE    run the gateway
 //	reaper check --config FILE    check a configuration file and exit
+//	reaper apps, app, wake, …     operate the apps through a node's admin API
 //	reaper version                print the version
 package main
 
@@ -50,8 +51,35 @@ Usage:
   reaper import-otoroshi FILE
   reaper version
 
+Operating the apps, through a node's admin API:
+  reaper apps                            every app: status, clocks, holds
+  reaper app ID                          one app
+  reaper wake ID [--wait]                wake it (and wait until it is Up)
+  reaper sleep ID [--force]              put it to sleep now
+  reaper hold ID DURATION [--reason …]   keep it awake for DURATION (6h, 90m, 2d)
+  reaper release ID                      end its hold
+  reaper reset ID                        put it (in Error) back to WaitingForInit
+  reaper history ID [--page N]           its history, newest first
+  reaper events [--app ID]               follow the node's events
+  reaper savings                         what sleeping saved
+
+They find the admin API with --admin URL and --token (or $REAPER_ADMIN_URL and
+$REAPER_ADMIN_TOKEN), or with --config FILE, a node's configuration. --json
+prints the API's JSON. A job that needs an app awake:
+  reaper hold db 6h --reason backup --wait && backup; reaper release db
+
+Exit status of these: 0 done, 1 refused by the API, 2 usage error, 3 admin API
+unreachable or failing (5xx), 4 not found, 5 conflict (e.g. sleep refused),
+6 wake --wait timed out, 7 wake --wait: the app is in Error.
+
 Run 'reaper COMMAND --help' for a command's options.
 `
+
+// adminCommands are the commands on the admin API, by name.
+var adminCommands = map[string]func(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error{
+	"apps": appsCmd, "app": appCmd, "wake": wakeCmd, "sleep": sleepCmd, "hold": holdCmd,
+	"release": releaseCmd, "reset": resetCmd, "history": historyCmd, "events": eventsCmd, "savings": savingsCmd,
+}
 
 // run is the whole program, with its environment passed in so that tests can run
 // it: ctx ends on SIGTERM or SIGINT.
@@ -59,6 +87,9 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitCode(2)
+	}
+	if cmd, ok := adminCommands[args[0]]; ok {
+		return cmd(ctx, args[1:], env, stdout, stderr)
 	}
 	switch args[0] {
 	case "serve":

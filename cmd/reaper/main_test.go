@@ -34,6 +34,7 @@ func TestParseArgs_OptionsMayFollowTheArguments(t *testing.T) {
 func TestRun_HelpPrintsTheUsageOnce(t *testing.T) {
 	for _, cmd := range [][]string{
 		{"serve"}, {"check"}, {"version"}, {"import-otoroshi"}, {"cluster", "status"},
+		{"apps"}, {"app"}, {"wake"}, {"sleep"}, {"hold"}, {"release"}, {"reset"}, {"history"}, {"events"}, {"savings"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), append(cmd, "--help"), noEnv, &stdout, &stderr)
