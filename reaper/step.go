@@ -300,6 +300,11 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 	if !j.verify(ctx) || !lock.stillOurs(ctx) {
 		return // the next leader sees a stop never sent, and decides again
 	}
+	if pr, ok := j.opts.PaaS.(paas.Pricer); ok { // the memory it held awake, for the savings
+		if c, err := pr.Cost(ctx, t.app); err == nil && c.MemoryBytes > 0 {
+			next.MemoryBytes = c.MemoryBytes
+		}
+	}
 	err := j.opts.PaaS.Stop(ctx, t.app)
 	if err != nil && !errors.Is(err, paas.ErrNotShutdownable) && paas.Retryable(err) {
 		j.log.Warn("stopping an app failed; it stays up and is looked at again", "app", t.app.ID, "err", err)
@@ -385,6 +390,7 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 	// Each write gets the next revision, by which nodes order the records they
 	// see whatever the clocks say.
 	next.Revision = prev.Revision + 1
+	*next = accountSleep(prev, *next)
 	if err := j.opts.Store.PutRecord(ctx, *next); err != nil {
 		if errors.Is(err, ErrStaleTerm) {
 			j.log.Warn("a newer leader owns this app's record; leaving it", "app", next.AppID)

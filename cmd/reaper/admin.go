@@ -10,6 +10,7 @@ import (
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/leader"
+	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/reaper"
 )
 
@@ -57,7 +58,7 @@ func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handle
 // every node's counters.
 func (n *node) adminAPI() http.Handler {
 	mux := http.NewServeMux()
-	admin := &reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}
+	admin := n.adminOf()
 	api := admin.Handler()
 	if n.parts.leader != nil {
 		capi := n.clusterAPI()
@@ -99,6 +100,13 @@ func (n *node) clusterAPI() *leader.API {
 		}
 		httpjson.Write(w, http.StatusOK, rep)
 	})
-	writes := (&reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}).Handler()
+	writes := n.adminOf().Handler()
 	return &leader.API{Node: n.parts.leader, Asks: n.parts.job, Logger: n.log, Writes: writes, Local: local}
+}
+
+// adminOf is the node's reaper admin API, pricing savings with the driver when
+// it can.
+func (n *node) adminOf() *reaper.AdminAPI {
+	pricer, _ := n.parts.driver.(paas.Pricer)
+	return &reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store, Pricer: pricer}
 }
