@@ -199,3 +199,30 @@ func TestAdminCmds_UnreachableAdminExits3(t *testing.T) {
 		}
 	}
 }
+
+func TestSavingsCmd_CountsAnAppPutToSleep(t *testing.T) {
+	n := startTestNode(t)
+	n.waitStatus(t, "hello", reaper.StatusDown)
+	if r := n.cli(t, "wake", "hello", "--wait", "--timeout", "30s"); r.code != 0 {
+		t.Fatalf("reaper wake --wait: %d %s", r.code, r.stderr)
+	}
+	if r := n.cli(t, "sleep", "hello"); r.code != 0 || r.stdout != "hello: going to sleep\n" {
+		t.Fatalf("reaper sleep: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	n.waitStatus(t, "hello", reaper.StatusDown)
+	r := n.cli(t, "savings")
+	var row string
+	for line := range strings.Lines(r.stdout) {
+		if strings.HasPrefix(line, "hello ") {
+			row = line
+		}
+	}
+	if r.code != 0 || !strings.Contains(row, " yes ") || !strings.Contains(row, " 3.6000 EUR/h ") || !strings.Contains(r.stdout, "\nTOTAL ") {
+		t.Errorf("reaper savings after hello was put to sleep: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = n.cli(t, "savings", "hello", "--json")
+	var v reaper.SavingsView
+	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || v.AppID != "hello" || !v.Asleep || v.PricePerHour != 3.6 {
+		t.Errorf("reaper savings hello --json: %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+}

@@ -108,19 +108,20 @@ func TestEventsCmd_ReconnectsWithLastEventID(t *testing.T) {
 	}
 }
 
-// savingsAnswer is an answer of /api/savings, in the shape the API gives.
+// savingsAnswer is an answer of /api/savings, in the shape the API gives: a
+// priced app, an app without a price.
 const savingsAnswer = `{"apps": [
  {"app_id": "hello", "asleep": true, "currency": "EUR", "price_per_hour": 0.0417, "gib": 1,
   "today": {"asleep_seconds": 36000, "money": 0.417, "gib_hours": 10},
   "month": {"asleep_seconds": 1080000, "money": 12.51, "gib_hours": 300},
   "all_time": {"asleep_seconds": 3600000, "money": 41.7, "gib_hours": 1000}, "saving_now_per_hour": 0.0417},
- {"app_id": "api", "asleep": false, "currency": "EUR", "price_per_hour": 0.0833, "gib": 2,
+ {"app_id": "api", "currency": "EUR", "gib": 0.25,
   "today": {"asleep_seconds": 0, "money": 0, "gib_hours": 0},
-  "month": {"asleep_seconds": 7200, "money": 0.1666, "gib_hours": 4},
-  "all_time": {"asleep_seconds": 7200, "money": 0.1666, "gib_hours": 4}, "saving_now_per_hour": 0}],
+  "month": {"asleep_seconds": 7200, "money": 0, "gib_hours": 0.5},
+  "all_time": {"asleep_seconds": 7200, "money": 0, "gib_hours": 0.5}, "saving_now_per_hour": 0}],
  "total": {"currency": "EUR", "today": {"asleep_seconds": 36000, "money": 0.417, "gib_hours": 10},
-  "month": {"asleep_seconds": 1087200, "money": 12.6766, "gib_hours": 304},
-  "all_time": {"asleep_seconds": 3607200, "money": 41.8666, "gib_hours": 1004}, "saving_now_per_hour": 0.0417}}`
+  "month": {"asleep_seconds": 1087200, "money": 12.51, "gib_hours": 300.5},
+  "all_time": {"asleep_seconds": 3607200, "money": 41.7, "gib_hours": 1000.5}, "saving_now_per_hour": 0.0417}}`
 
 func TestSavingsCmd_PrintsATableAndTheJSON(t *testing.T) {
 	admin := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
@@ -131,10 +132,10 @@ func TestSavingsCmd_PrintsATableAndTheJSON(t *testing.T) {
 		fmt.Fprint(w, savingsAnswer)
 	})
 	r := runCLI(t, context.Background(), "savings", "--admin", admin)
-	want := `APP    ASLEEP  PRICE         TODAY           MONTH               ALL TIME            SAVING NOW
-hello  yes     0.0417 EUR/h  0.42 EUR (10h)  12.51 EUR (12d12h)  41.70 EUR (41d16h)  0.0417 EUR/h
-api    no      0.0833 EUR/h  0.00 EUR        0.17 EUR (2h)       0.17 EUR (2h)       -
-TOTAL                        0.42 EUR (10h)  12.68 EUR (12d14h)  41.87 EUR (41d18h)  0.0417 EUR/h
+	want := `APP    ASLEEP  PRICE         MEMORY    TODAY           MONTH               ALL TIME            SAVING NOW
+hello  yes     0.0417 EUR/h  1 GiB     0.42 EUR (10h)  12.51 EUR (12d12h)  41.70 EUR (41d16h)  0.0417 EUR/h
+api    no      -             0.25 GiB  -               2h (0.5 GiB·h)      2h (0.5 GiB·h)      -
+TOTAL                                  0.42 EUR (10h)  12.51 EUR (12d14h)  41.70 EUR (41d18h)  0.0417 EUR/h
 `
 	if r.code != 0 || r.stdout != want {
 		t.Errorf("reaper savings: %d\n%s\nwant:\n%s%s", r.code, r.stdout, want, r.stderr)

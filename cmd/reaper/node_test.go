@@ -62,8 +62,8 @@ func demoApp(t *testing.T) string {
 // testToken is the admin token of the test nodes: no command may print it.
 const testToken = "cli-test-t0ken-5ecret"
 
-// testNode is a running node with two demo apps, hello and api, both asleep
-// until asked.
+// testNode is a running node with two demo apps, hello (priced 3.60 EUR an
+// hour) and api, both asleep until asked.
 type testNode struct {
 	admin  string // http://host:port of its admin API
 	config string // its configuration file
@@ -77,9 +77,9 @@ func startTestNode(t *testing.T) *testNode {
 	demo, dir := demoApp(t), t.TempDir()
 	admin, hello, api := freeport.Addr(t), freeport.Addr(t), freeport.Addr(t)
 	var apps, routes strings.Builder
-	for _, a := range []struct{ id, addr string }{{"hello", hello}, {"api", api}} {
-		fmt.Fprintf(&apps, "    - {id: %s, command: [%q, \"--listen\", %q, \"--name\", %s], ready: {tcp: %q}, stop_timeout: 3s}\n",
-			a.id, demo, a.addr, a.id, a.addr)
+	for _, a := range []struct{ id, addr, price string }{{"hello", hello, "3.6"}, {"api", api, "0"}} {
+		fmt.Fprintf(&apps, "    - {id: %s, command: [%q, \"--listen\", %q, \"--name\", %s], ready: {tcp: %q}, stop_timeout: 3s, price_per_hour: %s}\n",
+			a.id, demo, a.addr, a.id, a.addr, a.price)
 		fmt.Fprintf(&routes, "  - {id: %s, frontend: {domains: [%s.test]}, backend: {targets: [\"http://%s\"]},\n"+
 			"     plugins: [{plugin: reaper, config: {app_id: %s, grace_period: 10m, fail_timeout: 20s}}]}\n", a.id, a.id, a.addr, a.id)
 	}

@@ -7,90 +7,102 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/reapergw/reaper/reaper"
 )
-
-// savingsPeriod is what sleeping saved an app (or all of them) over a period.
-type savingsPeriod struct {
-	AsleepSeconds float64 `json:"asleep_seconds"`
-	Money         float64 `json:"money"`
-	GiBHours      float64 `json:"gib_hours"`
-}
-
-// appSavings is one app of /api/savings.
-type appSavings struct {
-	AppID            string        `json:"app_id"`
-	Asleep           bool          `json:"asleep"`
-	Currency         string        `json:"currency"`
-	PricePerHour     float64       `json:"price_per_hour"`
-	GiB              float64       `json:"gib"`
-	Today            savingsPeriod `json:"today"`
-	Month            savingsPeriod `json:"month"`
-	AllTime          savingsPeriod `json:"all_time"`
-	SavingNowPerHour float64       `json:"saving_now_per_hour"`
-}
 
 // savings is the answer of /api/savings.
 type savings struct {
-	Apps  []appSavings `json:"apps"`
-	Total struct {
-		Currency         string        `json:"currency"`
-		Today            savingsPeriod `json:"today"`
-		Month            savingsPeriod `json:"month"`
-		AllTime          savingsPeriod `json:"all_time"`
-		SavingNowPerHour float64       `json:"saving_now_per_hour"`
-	} `json:"total"`
+	Apps  []reaper.SavingsView `json:"apps"`
+	Total reaper.SavingsTotal  `json:"total"`
 }
 
 func savingsCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
-	c, fs := newCLI("savings", "savings [options]",
-		"Shows what sleeping saved, per app and in all: today, this month, all time (with\n"+
-			"the time asleep), and what sleeping saves per hour now.", env, stdout, stderr)
-	if _, err := c.parse(fs, args, 0, 0); err != nil {
+	c, fs := newCLI("savings", "savings [ID] [options]",
+		"Shows what sleeping saved, per app and in all (or for one app): the time each app\n"+
+			"slept because reaper put it to sleep today, this month and all time (UTC), priced\n"+
+			"with what the driver says the app costs awake, and what its sleep saves per hour\n"+
+			"now. Apps without a price show the time asleep and the memory-hours freed.", env, stdout, stderr)
+	pos, err := c.parse(fs, args, 0, 1)
+	if err != nil {
 		return err
 	}
 	var s savings
-	raw, err := c.get(ctx, "/api/savings", &s)
+	var raw []byte
+	if len(pos) == 1 {
+		s.Apps = make([]reaper.SavingsView, 1)
+		raw, err = c.get(ctx, appPath(pos[0], "/savings"), &s.Apps[0])
+	} else {
+		raw, err = c.get(ctx, "/api/savings", &s)
+	}
 	if err != nil {
 		return err
 	}
 	if c.json {
 		return c.printJSON(raw)
 	}
-	printSavings(stdout, s)
+	printSavings(stdout, s, len(pos) == 0)
 	return nil
 }
 
-// printSavings prints the savings as a table, the total last.
-func printSavings(w io.Writer, s savings) {
+// printSavings prints the savings as a table, with the total last when total.
+func printSavings(w io.Writer, s savings, total bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tASLEEP\tPRICE\tTODAY\tMONTH\tALL TIME\tSAVING NOW")
+	fmt.Fprintln(tw, "APP\tASLEEP\tPRICE\tMEMORY\tTODAY\tMONTH\tALL TIME\tSAVING NOW")
 	for _, a := range s.Apps {
-		asleep := "no"
+		asleep, mem := "no", "-"
 		if a.Asleep {
 			asleep = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.AppID, asleep, perHour(a.PricePerHour, a.Currency),
-			period(a.Today, a.Currency), period(a.Month, a.Currency), period(a.AllTime, a.Currency), perHour(a.SavingNowPerHour, a.Currency))
+		if a.GiB > 0 {
+			mem = fmt.Sprintf("%.3g GiB", a.GiB)
+		}
+		cur := currency(a.Currency, a.PricePerHour > 0)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.AppID, asleep, perHour(a.PricePerHour, cur), mem,
+			period(a.Today, cur), period(a.Month, cur), period(a.AllTime, cur), perHour(a.SavingNowPerHour, cur))
 	}
-	t := s.Total
-	fmt.Fprintf(tw, "TOTAL\t\t\t%s\t%s\t%s\t%s\n", period(t.Today, t.Currency), period(t.Month, t.Currency),
-		period(t.AllTime, t.Currency), perHour(t.SavingNowPerHour, t.Currency))
+	if total {
+		t := s.Total
+		cur := currency(t.Currency, t.Currency != "" && t.Currency != "mixed")
+		fmt.Fprintf(tw, "TOTAL\t\t\t\t%s\t%s\t%s\t%s\n", period(t.Today, cur), period(t.Month, cur),
+			period(t.AllTime, cur), perHour(t.SavingNowPerHour, cur))
+	}
 	tw.Flush()
 }
 
-// period prints a period's saving and how long the app slept in it: "1.20 EUR (20h)".
-func period(p savingsPeriod, currency string) string {
-	out := money(p.Money, currency)
-	if p.AsleepSeconds > 0 {
-		out += " (" + short(time.Duration(p.AsleepSeconds*float64(time.Second))) + ")"
+// currency is the currency to print amounts in, "" when they are not priced.
+func currency(c string, priced bool) string {
+	if !priced {
+		return ""
 	}
-	return out
+	return c
+}
+
+// period prints a period's saving: its money when priced (currency not empty),
+// the time asleep, and unpriced the memory-hours freed: "1.20 EUR (20h)",
+// "20h (40 GiB·h)", "-" for nothing.
+func period(p reaper.SavedPeriod, currency string) string {
+	asleep := ""
+	if p.AsleepSeconds > 0 {
+		asleep = short(time.Duration(p.AsleepSeconds * float64(time.Second)))
+	}
+	switch {
+	case currency != "" && asleep != "":
+		return money(p.Money, currency) + " (" + asleep + ")"
+	case currency != "":
+		return money(p.Money, currency)
+	case asleep != "" && p.GiBHours > 0:
+		return fmt.Sprintf("%s (%.3g GiB·h)", asleep, p.GiBHours)
+	case asleep != "":
+		return asleep
+	}
+	return "-"
 }
 
 // perHour prints an amount per hour, to the ten-thousandth (prices per hour
-// are small), "-" for none.
+// are small), "-" for none or when not priced.
 func perHour(v float64, currency string) string {
-	if v == 0 {
+	if v == 0 || currency == "" {
 		return "-"
 	}
 	return strings.TrimSpace(fmt.Sprintf("%.4f %s", v, currency)) + "/h"
