@@ -148,14 +148,14 @@ func eventLine(ev reaper.Event, now time.Time) string {
 	what := ev.Cause
 	switch {
 	case ev.Type == "status" && ev.Seconds > 0:
-		what += fmt.Sprintf(" (after %s %s)", short(time.Duration(ev.Seconds*float64(time.Second))), ev.From)
+		what += fmt.Sprintf(" (after %s in %s)", short(time.Duration(ev.Seconds*float64(time.Second))), ev.From)
 	case ev.Type == reaper.EventWake && ev.Phases != nil:
 		what = "woke in " + phasesText(ev.Seconds, ev.Phases.Durations())
 	case ev.Type == reaper.EventHold && ev.Hold != nil:
 		what = strings.TrimSpace(ev.Hold.Reason + " (until " + ev.Hold.Until.Local().Format(time.DateTime) + ")")
 	}
 	line := fmt.Sprintf("%s  %-12s %-9s %-30s %s", when, ev.AppID, ev.Type, change(ev.From, ev.To), strings.TrimSpace(what))
-	if ev.By != "" {
+	if ev.By != "" && !strings.Contains(what, "by "+ev.By) {
 		line += " by " + ev.By
 	}
 	if ev.Node != "" {

@@ -115,7 +115,7 @@ func TestEventLine(t *testing.T) {
 	}{
 		{reaper.Event{Type: "status", Seconds: 130, Transition: reaper.Transition{AppID: "hello", From: "Down", To: "WaitingForUp",
 			Cause: "woken by a request", At: t0}},
-			t0.Local().Format(time.TimeOnly) + "  hello        status    Down → WaitingForUp            woken by a request (after 2m10s Down)"},
+			t0.Local().Format(time.TimeOnly) + "  hello        status    Down → WaitingForUp            woken by a request (after 2m10s in Down)"},
 		{reaper.Event{Type: "hold", Transition: reaper.Transition{AppID: "db", From: "Up", To: "Up", At: t0, By: "alice", Node: "n1",
 			Hold: &reaper.KeepWarm{Until: t0.Add(time.Hour), Reason: "backup"}}},
 			t0.Local().Format(time.TimeOnly) + "  db           hold      Up                             backup (until " + t0.Add(time.Hour).Local().Format(time.DateTime) + ") by alice [n1]"},
