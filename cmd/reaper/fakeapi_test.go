@@ -132,10 +132,10 @@ func TestSavingsCmd_PrintsATableAndTheJSON(t *testing.T) {
 		fmt.Fprint(w, savingsAnswer)
 	})
 	r := runCLI(t, context.Background(), "savings", "--admin", admin)
-	want := `APP    ASLEEP  PRICE         MEMORY    TODAY           MONTH               ALL TIME            SAVING NOW
-hello  yes     0.0417 EUR/h  1 GiB     0.42 EUR (10h)  12.51 EUR (12d12h)  41.70 EUR (41d16h)  0.0417 EUR/h
-api    no      -             0.25 GiB  -               2h (0.5 GiB·h)      2h (0.5 GiB·h)      -
-TOTAL                                  0.42 EUR (10h)  12.51 EUR (12d14h)  41.70 EUR (41d18h)  0.0417 EUR/h
+	want := `APP    ASLEEP  PRICE         MEMORY   TODAY           MONTH               ALL TIME            SAVING NOW
+hello  yes     0.0417 EUR/h  1 GiB    0.42 EUR (10h)  12.51 EUR (12d12h)  41.70 EUR (41d16h)  0.0417 EUR/h
+api    no      -             256 MiB  -               2h (0.5 GiB·h)      2h (0.5 GiB·h)      -
+TOTAL                                 0.42 EUR (10h)  12.51 EUR (12d14h)  41.70 EUR (41d18h)  0.0417 EUR/h
 `
 	if r.code != 0 || r.stdout != want {
 		t.Errorf("reaper savings: %d\n%s\nwant:\n%s%s", r.code, r.stdout, want, r.stderr)

@@ -54,8 +54,11 @@ func printSavings(w io.Writer, s savings, total bool) {
 		if a.Asleep {
 			asleep = "yes"
 		}
-		if a.GiB > 0 {
+		switch {
+		case a.GiB >= 1:
 			mem = fmt.Sprintf("%.3g GiB", a.GiB)
+		case a.GiB > 0:
+			mem = fmt.Sprintf("%.0f MiB", a.GiB*1024)
 		}
 		cur := currency(a.Currency, a.PricePerHour > 0)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.AppID, asleep, perHour(a.PricePerHour, cur), mem,
