@@ -37,6 +37,9 @@ func answer(ex *plugin.Exchange, code int, st Status, body map[string]any) *plug
 // answer gives the gateway's answer for a reply that does not forward the
 // request at once (see answerFor); replyHold holds it, then forwards it.
 func (p *Plugin) answer(ex *plugin.Exchange, r reply, st Status) (*plugin.Answer, error) {
+	if r != replyHold {
+		ex.Outcome = outcomeOf[r]
+	}
 	switch r {
 	case replyStatus:
 		return p.statusAnswer(ex, st), nil
@@ -53,6 +56,23 @@ func (p *Plugin) answer(ex *plugin.Exchange, r reply, st Status) (*plugin.Answer
 	}
 	return nil, fmt.Errorf("reaper: no answer for the reply %s", r)
 }
+
+// The outcomes of answers given in the app's place (plugin.Exchange.Outcome),
+// as metrics label them.
+const (
+	OutcomeStatus          = "status"
+	OutcomeMonitoring      = "monitoring"
+	OutcomeWaitingPage     = "waiting_page"
+	OutcomeUnavailable     = "unavailable"
+	OutcomeHeldThenProxied = "held_then_proxied"
+	OutcomeTimeout         = "timeout"
+	OutcomeTooManyHeld     = "too_many_held"
+	OutcomeError           = "error"
+	OutcomeClientClosed    = "client_closed"
+)
+
+var outcomeOf = [...]string{replyStatus: OutcomeStatus, replyPoll: OutcomeStatus, replyMonitoring: OutcomeMonitoring,
+	replyWaitingPage: OutcomeWaitingPage, replyUnavailable: OutcomeUnavailable, replyForward: "", replyForwardQuiet: "", replyHold: ""}
 
 func (p *Plugin) statusAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 	return answer(ex, http.StatusOK, st, map[string]any{

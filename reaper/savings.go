@@ -91,9 +91,9 @@ type SavingsView struct {
 	SavingNowPerHour float64 `json:"saving_now_per_hour"`
 }
 
-// savingsOf prices rec's savings at now (pure): the closed stretches and the
+// SavingsOf prices rec's savings at now (pure): the closed stretches and the
 // open one, with cost (memory from the record when the driver does not know it).
-func savingsOf(rec Record, cost paas.Cost, now time.Time) SavingsView {
+func SavingsOf(rec Record, cost paas.Cost, now time.Time) SavingsView {
 	saved := SavedTime{}
 	if rec.Saved != nil {
 		saved = *rec.Saved
@@ -195,7 +195,7 @@ func (a *AdminAPI) savingsViews(ctx context.Context, only string) ([]SavingsView
 		if !ok {
 			rec = Record{AppID: m.App.ID}
 		}
-		out = append(out, savingsOf(rec, cost, now))
+		out = append(out, SavingsOf(rec, cost, now))
 	}
 	return out, found, nil
 }

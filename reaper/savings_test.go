@@ -74,7 +74,7 @@ func TestSavingsOf(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	rec := Record{AppID: "a", SavingSince: now.Add(-2 * time.Hour), MemoryBytes: 512 << 20,
 		Saved: &SavedTime{AllTimeSeconds: 36000, Day: "2026-11-30", DaySeconds: 3600, Month: "2026-11", MonthSeconds: 7200}}
-	v := savingsOf(rec, paas.Cost{PerHour: 0.5, Currency: "EUR", MemoryBytes: 1 << 30}, now)
+	v := SavingsOf(rec, paas.Cost{PerHour: 0.5, Currency: "EUR", MemoryBytes: 1 << 30}, now)
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 	if !v.Asleep || v.GiB != 0.5 || v.PricePerHour != 0.5 || v.SavingNowPerHour != 0.5 {
 		t.Fatalf("view %+v; want asleep, 0.5 GiB (the record's), 0.5 EUR/h", v)
@@ -85,7 +85,7 @@ func TestSavingsOf(t *testing.T) {
 	if !near(v.Month.AsleepSeconds, 7200) || !near(v.AllTime.AsleepSeconds, 43200) || !near(v.AllTime.Money, 6) {
 		t.Errorf("month %+v, all time %+v; want 2 h (November is over) and 12 h (6 EUR)", v.Month, v.AllTime)
 	}
-	awake := savingsOf(Record{AppID: "b"}, paas.Cost{PerHour: 1, Currency: "USD"}, now)
+	awake := SavingsOf(Record{AppID: "b"}, paas.Cost{PerHour: 1, Currency: "USD"}, now)
 	if awake.Asleep || awake.SavingNowPerHour != 0 || awake.AllTime.Money != 0 {
 		t.Errorf("an app never put to sleep: %+v", awake)
 	}

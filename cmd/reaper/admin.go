@@ -10,6 +10,7 @@ import (
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/leader"
+	"github.com/reapergw/reaper/metrics"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/reaper"
 )
@@ -17,9 +18,13 @@ import (
 // adminHandler serves the admin listener: /healthz and /readyz for anyone (load
 // balancers, orchestrators), /internal/ for the other nodes of a cluster (signed
 // with the cluster secret, and with cluster.tls from a client certificate of the
-// cluster's CA; nil on a single node), everything else only with the admin token.
-func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handler) http.Handler {
+// cluster's CA; nil on a single node), /metrics for anyone when metricsPublic,
+// everything else only with the admin token.
+func adminHandler(token conf.Secret, ready *readiness, api, internal, metrics http.Handler, metricsPublic bool) http.Handler {
 	mux := http.NewServeMux()
+	if metricsPublic {
+		mux.Handle("GET /metrics", metrics)
+	}
 	if internal != nil {
 		mux.Handle("/internal/", internal)
 	}
@@ -82,6 +87,7 @@ func (n *node) adminAPI() http.Handler {
 	mux.Handle("/api/settings", api)
 	mux.Handle("/api/events", api)
 	mux.Handle("/api/savings", api)
+	mux.Handle("GET /metrics", n.parts.metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)
 	})
@@ -110,4 +116,14 @@ func (n *node) clusterAPI() *leader.API {
 func (n *node) adminOf() *reaper.AdminAPI {
 	pricer, _ := n.parts.driver.(paas.Pricer)
 	return &reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store, Pricer: pricer}
+}
+
+// watchMetrics registers the collectors that read the node at scrape time.
+func (n *node) watchMetrics() {
+	pricer, _ := n.parts.driver.(paas.Pricer)
+	mn := metrics.Node{Engine: n.parts.engine, Pricer: pricer, Parked: n.gateway.Parked}
+	if l := n.parts.leader; l != nil {
+		mn.Raft = func() (bool, uint64) { return l.IsLeader(), l.Term() }
+	}
+	n.parts.metrics.WatchNode(mn)
 }

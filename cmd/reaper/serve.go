@@ -180,8 +180,10 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ 
 		Logger:         logger,
 		Node:           cfg.Node.ID,
 		TrustedProxies: cfg.Node.TrustedProxiesPrefixes(),
+		Observer:       n.parts.metrics,
 	})
 	n.gateway.Swap(router)
+	n.watchMetrics()
 
 	gwLn, err := net.Listen("tcp", cfg.Node.Listen)
 	if err != nil {
@@ -248,7 +250,7 @@ func (n *node) serveGateway(ln net.Listener, tlsConfig *tls.Config) {
 // over HTTPS with the node's certificate when the cluster has TLS.
 func (n *node) serveAdmin(ln net.Listener) {
 	n.admin = &http.Server{
-		Handler:           adminHandler(n.cfg.Node.AdminToken, n.ready, n.adminAPI(), n.internal()),
+		Handler:           adminHandler(n.cfg.Node.AdminToken, n.ready, n.adminAPI(), n.internal(), n.parts.metrics.Handler(), n.cfg.Node.MetricsPublic),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
