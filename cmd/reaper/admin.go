@@ -86,6 +86,7 @@ func (n *node) adminAPI() http.Handler {
 	mux.Handle("/api/apps/", api)
 	mux.Handle("/api/settings", api)
 	mux.Handle("/api/events", api)
+	mux.Handle("/api/savings", api)
 	mux.Handle("GET /metrics", n.parts.metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)
