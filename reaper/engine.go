@@ -89,6 +89,7 @@ type app struct {
 	appAsks
 	appHolds
 	awake       appAwake
+	boots       bootRing
 	firstAnswer atomic.Int64 // Wake.AskedAt (unix nanoseconds) of the wake whose first answer this node recorded
 
 	// guarded by Engine.mu
@@ -282,6 +283,7 @@ func (e *Engine) Apply(rec Record) {
 		if a.rec.CompareAndSwap(cur, &rec) {
 			if rec.Status == StatusUp && (cur == nil || cur.Status != StatusUp) {
 				a.awake.reset(time.Unix(0, a.upSeen.Load()))
+				a.learnBoot(&rec)
 			}
 			if cur != nil {
 				e.recordEvents(cur, &rec)
@@ -340,6 +342,7 @@ func (e *Engine) Run(ctx context.Context) {
 		})
 	}
 	e.pollAll(ctx)
+	e.loadBoots(ctx)
 	poll := time.NewTicker(e.opts.PollInterval)
 	defer poll.Stop()
 	flush := time.NewTicker(e.opts.FlushInterval)
@@ -355,6 +358,7 @@ func (e *Engine) Run(ctx context.Context) {
 			e.refreshOne(ctx, id)
 		case <-poll.C:
 			e.pollAll(ctx)
+			e.loadBoots(ctx) // the apps of routes added by a reload
 		case <-flush.C:
 			e.Flush(ctx)
 		case <-e.flushNow:
