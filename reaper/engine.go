@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -214,6 +215,8 @@ func mergePolicy(a, b Policy) Policy {
 		GracePeriod: max(a.GracePeriod, b.GracePeriod),
 		FailTimeout: max(a.FailTimeout, b.FailTimeout),
 		MustBeUp:    append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
+		Prewake:     a.Prewake || b.Prewake,
+		Location:    cmp.Or(a.Location, b.Location),
 	}
 }
 
