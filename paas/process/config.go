@@ -3,7 +3,6 @@ package process
 import (
 	"maps"
 	"math"
-	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -12,15 +11,16 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas/probe"
 )
 
 // Defaults of an app's configuration, applied by New to the fields left empty.
 const (
 	DefaultStopSignal    = "SIGTERM"
 	DefaultStopTimeout   = 10 * time.Second
-	DefaultReadyInterval = 25 * time.Millisecond // the steady one, reached 4.6 s after a start (probeInterval)
+	DefaultReadyInterval = probe.DefaultInterval // the steady one, reached 4.6 s after a start (probe.Interval)
 	// MinReadyInterval keeps a typo (1ns) from turning the probe into a busy loop.
-	MinReadyInterval = 5 * time.Millisecond
+	MinReadyInterval = probe.MinInterval
 )
 
 // DefaultInheritEnv is what an app inherits from reaper's environment when its
@@ -67,19 +67,9 @@ type AppConfig struct {
 	Currency string `yaml:"currency"`
 }
 
-// ReadyConfig is the readiness probe of an app: exactly one of TCP or HTTP.
-type ReadyConfig struct {
-	// TCP (host:port): ready once a TCP connection is accepted.
-	TCP string `yaml:"tcp"`
-	// HTTP (URL): ready once a GET answers with a status below 500. Redirects are
-	// not followed (a 3xx counts as ready).
-	HTTP string `yaml:"http"`
-	// Interval is the steady interval between two probes while the app starts,
-	// reached a few seconds after the start: the probes of the first second come
-	// every 2 ms, then less and less often (see probeInterval). 0 means
-	// DefaultReadyInterval.
-	Interval conf.Duration `yaml:"interval"`
-}
+// ReadyConfig is the readiness probe of an app: exactly one of TCP or HTTP. It is
+// shared with the docker driver (package probe).
+type ReadyConfig = probe.Config
 
 // Validate checks one app on its own; the configuration decoder calls it for each
 // paas.apps[] item, with path naming the item (paas.apps[1]). Checks that involve
@@ -110,7 +100,7 @@ func (c *AppConfig) Validate(path string, errs *conf.Errors) {
 	if c.StopSignal != "" && signalName(c.StopSignal) == "" {
 		errs.Add(conf.Key(path, "stop_signal"), "%s is not a signal reaper can send (use SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1 or SIGUSR2)", strconv.Quote(c.StopSignal))
 	}
-	c.Ready.validate(conf.Key(path, "ready"), errs)
+	c.Ready.Check(conf.Key(path, "ready"), errs)
 	if c.PricePerHour < 0 || math.IsNaN(c.PricePerHour) || math.IsInf(c.PricePerHour, 0) {
 		errs.Add(conf.Key(path, "price_per_hour"), "must be a price of zero or more, not %v", c.PricePerHour)
 	}
@@ -129,33 +119,6 @@ func validCurrency(s string) bool {
 		}
 	}
 	return true
-}
-
-// validate is not Validate on purpose: the decoder calls Validate only on mappings it
-// decoded, and an absent ready: must be reported too, once, by AppConfig.Validate.
-func (r *ReadyConfig) validate(path string, errs *conf.Errors) {
-	if (r.TCP == "") == (r.HTTP == "") {
-		errs.Add(path, "give exactly one of tcp or http")
-	}
-	if r.TCP != "" {
-		host, port, err := net.SplitHostPort(r.TCP)
-		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			errs.Add(conf.Key(path, "tcp"), "%s is not host:port (e.g. 127.0.0.1:3001)", strconv.Quote(r.TCP))
-		}
-	}
-	if r.HTTP != "" {
-		u, err := url.Parse(r.HTTP)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			shown := r.HTTP
-			if err == nil {
-				shown = u.Redacted() // a password in the URL is not quoted
-			}
-			errs.Add(conf.Key(path, "http"), "%s is not an http(s) URL", strconv.Quote(shown))
-		}
-	}
-	if iv := r.Interval.D(); iv != 0 && iv < MinReadyInterval {
-		errs.Add(conf.Key(path, "interval"), "%s is too short (at least %s)", iv, MinReadyInterval)
-	}
 }
 
 // ValidateApps does the checks that involve several apps (unique ids); path names the

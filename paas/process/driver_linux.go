@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/probe"
 )
 
 var (
@@ -26,7 +27,7 @@ var (
 type Driver struct {
 	log    *slog.Logger
 	pidDir string
-	probe  *prober
+	probe  *probe.Prober
 	apps   map[string]*app // fixed by New
 
 	// base ends with Close: probes, waits and blocked Start/Stop calls end with it.
@@ -81,7 +82,7 @@ func New(opts Options) (*Driver, error) {
 	d := &Driver{
 		log:      logger,
 		pidDir:   pidDir,
-		probe:    newProber(),
+		probe:    probe.New(),
 		apps:     make(map[string]*app, len(opts.Apps)),
 		watchers: make(map[uint64]func(string)),
 	}
@@ -163,7 +164,7 @@ func (d *Driver) startNew(ctx context.Context, a *app) (again bool, err error) {
 	// its port: the probe would call the app ready at once, and the app would then
 	// fail to listen. Probed outside the lock, so that Observe never waits on the
 	// network.
-	taken := d.probe.ready(ctx, a.spec.readyTCP, a.spec.readyHTTP)
+	taken := d.probe.Ready(ctx, a.spec.readyTCP, a.spec.readyHTTP)
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("process: start %s: %w", a.spec.id, err)
 	}
@@ -262,7 +263,7 @@ func (d *Driver) Close() error {
 		a.mu.Unlock()
 	}
 	d.wg.Wait()
-	d.probe.close()
+	d.probe.Close()
 	return nil
 }
 

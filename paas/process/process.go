@@ -18,7 +18,7 @@
 // <data_dir>/process records each running app, and the next driver adopts it after
 // checking the process's start time, so a restart of reaper costs awake apps nothing.
 // Readiness is probed while an app starts, every 2 ms in its first second, then less
-// and less often up to every ready.interval (probe.go), and pushed to watchers
+// and less often up to every ready.interval (package probe), and pushed to watchers
 // (paas.Watcher) the moment it passes; exits are learnt from pidfds, never by polling.
 //
 // The driver needs Linux 5.3 or later (pidfd_open); elsewhere New returns an error.

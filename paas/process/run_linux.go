@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/probe"
 )
 
 const (
@@ -173,13 +174,13 @@ func openLog(path string) (*os.File, int64, error) {
 	return f, fi.Size(), nil
 }
 
-// probeUntilReady probes the app on the readiness schedule (probeLoop) until it is
+// probeUntilReady probes the app on the readiness schedule (probe.Loop) until it is
 // ready or ctx ends (stop, exit, Close).
 func (d *Driver) probeUntilReady(ctx context.Context, a *app, p *proc) {
 	defer close(p.probeDone)
 	s := &a.spec
-	probe := func(ctx context.Context) probeResult { return d.probe.probe(ctx, s.readyTCP, s.readyHTTP) }
-	if probeLoop(ctx, p.started, s.interval, probe) {
+	pr := func(ctx context.Context) probe.Result { return d.probe.Probe(ctx, s.readyTCP, s.readyHTTP) }
+	if probe.Loop(ctx, p.started, s.interval, pr) {
 		d.markReady(a, p)
 	}
 }

@@ -1,4 +1,8 @@
-package process
+// Package probe tells when a started app can take requests: one readiness probe
+// (a TCP connect, or an HTTP GET answered below 500), and the schedule that
+// repeats it while the app starts (every 2 ms in its first second, then less and
+// less often up to a steady interval). The process and docker drivers share it.
+package probe
 
 import (
 	"context"
@@ -16,14 +20,16 @@ const (
 	httpProbeTimeout = 2 * time.Second
 )
 
-// prober runs readiness probes. One is shared by all apps of a driver.
-type prober struct {
+// Prober runs readiness probes. One is shared by all apps of a driver; it is safe
+// for concurrent use.
+type Prober struct {
 	dialer net.Dialer
 	client *http.Client
 }
 
-func newProber() *prober {
-	p := &prober{dialer: net.Dialer{Timeout: tcpProbeTimeout}}
+// New returns a Prober.
+func New() *Prober {
+	p := &Prober{dialer: net.Dialer{Timeout: tcpProbeTimeout}}
 	p.client = &http.Client{
 		Transport: &http.Transport{
 			// No proxy: reaper's environment may name one, and a probe must reach
@@ -43,66 +49,66 @@ func newProber() *prober {
 	return p
 }
 
-// probeResult is what one readiness probe found.
-type probeResult int
+// Result is what one readiness probe found.
+type Result int
 
 const (
-	// probeUnreached: nothing accepted the connection (the port is closed). The
+	// Unreached: nothing accepted the connection (the port is closed). The
 	// kernel answered, the app spent nothing on it.
-	probeUnreached probeResult = iota
-	// probeNotReady: the app accepted the connection but is not ready (an HTTP
+	Unreached Result = iota
+	// NotReady: the app accepted the connection but is not ready (an HTTP
 	// probe answered 500 or more, or not at all). The app spent a request on it.
-	probeNotReady
-	// probeReady: the app is ready.
-	probeReady
+	NotReady
+	// Ready: the app is ready.
+	Ready
 )
 
-// ready probes once and reports whether the app is ready.
-func (p *prober) ready(ctx context.Context, tcpAddr, httpURL string) bool {
-	return p.probe(ctx, tcpAddr, httpURL) == probeReady
+// Ready probes once and reports whether the app is ready.
+func (p *Prober) Ready(ctx context.Context, tcpAddr, httpURL string) bool {
+	return p.Probe(ctx, tcpAddr, httpURL) == Ready
 }
 
-// probe probes once: a TCP connect to tcpAddr, or a GET of httpURL answered below
+// Probe probes once: a TCP connect to tcpAddr, or a GET of httpURL answered below
 // 500. It blocks for at most the probe timeout or until ctx ends.
-func (p *prober) probe(ctx context.Context, tcpAddr, httpURL string) probeResult {
+func (p *Prober) Probe(ctx context.Context, tcpAddr, httpURL string) Result {
 	if tcpAddr != "" {
 		conn, err := p.dialer.DialContext(ctx, "tcp", tcpAddr)
 		if err != nil {
-			return probeUnreached
+			return Unreached
 		}
 		_ = conn.Close()
-		return probeReady
+		return Ready
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpURL, nil)
 	if err != nil {
-		return probeUnreached
+		return Unreached
 	}
 	req.Header.Set("User-Agent", "reaper-readiness-probe")
 	resp, err := p.client.Do(req)
 	if err != nil {
 		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
-			return probeUnreached
+			return Unreached
 		}
-		return probeNotReady // connected, then no answer (or a broken one)
+		return NotReady // connected, then no answer (or a broken one)
 	}
 	// The body is not read: the status is the answer, and the connection is not
 	// reused.
 	_ = resp.Body.Close()
 	if resp.StatusCode < 500 {
-		return probeReady
+		return Ready
 	}
-	return probeNotReady
+	return NotReady
 }
 
-// close releases the probe client's resources.
-func (p *prober) close() {
+// Close releases the probe client's resources.
+func (p *Prober) Close() {
 	p.client.CloseIdleConnections()
 }
 
 // The readiness schedule of a starting app: a probe every fastProbeInterval for
 // the first fastProbePhase after the start, where most apps open their port, then
 // an interval twice as long every further probeBackoffStep, up to the steady
-// interval (ready.interval, default DefaultReadyInterval).
+// interval (ready.interval, default DefaultInterval).
 //
 // The cost: a TCP probe of a closed port on loopback is a connect() that the
 // kernel refuses at once, so the app spends nothing on it; reaper spends about
@@ -121,10 +127,10 @@ const (
 	probeBackoffStep  = time.Second
 )
 
-// probeInterval is the wait before the next probe of an app that started
+// Interval is the wait before the next probe of an app that started
 // sinceStart ago and is not ready, with steady as its configured interval. Pure: a
 // function of its arguments only. It never exceeds steady.
-func probeInterval(sinceStart, steady time.Duration) time.Duration {
+func Interval(sinceStart, steady time.Duration) time.Duration {
 	over := sinceStart - fastProbePhase
 	if over <= 0 {
 		return min(fastProbeInterval, steady)
@@ -136,12 +142,12 @@ func probeInterval(sinceStart, steady time.Duration) time.Duration {
 	return time.Duration(iv)
 }
 
-// probeLoop probes until the app is ready (true) or ctx ends (false). After a probe
-// that nothing answered it waits as probeInterval says for the time since
+// Loop probes until the app is ready (true) or ctx ends (false). After a probe
+// that nothing answered it waits as Interval says for the time since
 // started; after one the app answered without being ready (an HTTP probe's 5xx),
 // at least the steady interval, so that a booting app is not sent hundreds of
 // requests a second.
-func probeLoop(ctx context.Context, started time.Time, steady time.Duration, probe func(context.Context) probeResult) bool {
+func Loop(ctx context.Context, started time.Time, steady time.Duration, probe func(context.Context) Result) bool {
 	var t *time.Timer
 	defer func() {
 		if t != nil {
@@ -150,11 +156,11 @@ func probeLoop(ctx context.Context, started time.Time, steady time.Duration, pro
 	}()
 	for {
 		res := probe(ctx)
-		if res == probeReady {
+		if res == Ready {
 			return true
 		}
-		wait := probeInterval(time.Since(started), steady)
-		if res == probeNotReady {
+		wait := Interval(time.Since(started), steady)
+		if res == NotReady {
 			wait = max(wait, steady)
 		}
 		if t == nil {

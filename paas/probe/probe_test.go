@@ -1,4 +1,4 @@
-package process
+package probe
 
 import (
 	"context"
@@ -12,18 +12,18 @@ import (
 )
 
 func TestProber_TCP(t *testing.T) {
-	p := newProber()
-	defer p.close()
+	p := New()
+	defer p.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	if !p.ready(context.Background(), addr, "") {
+	if !p.Ready(context.Background(), addr, "") {
 		t.Error("a listening port is not ready")
 	}
 	_ = ln.Close()
-	if p.ready(context.Background(), addr, "") {
+	if p.Ready(context.Background(), addr, "") {
 		t.Error("a closed port is ready")
 	}
 }
@@ -39,18 +39,18 @@ func TestProber_HTTP(t *testing.T) {
 		w.WriteHeader(code)
 	}))
 	defer srv.Close()
-	p := newProber()
-	defer p.close()
+	p := New()
+	defer p.Close()
 	for path, want := range map[string]bool{
 		"/200": true, "/204": true, "/404": true, "/499": true, "/redirect": true,
 		"/500": false, "/502": false, "/503": false,
 	} {
-		if got := p.ready(context.Background(), "", srv.URL+path); got != want {
+		if got := p.Ready(context.Background(), "", srv.URL+path); got != want {
 			t.Errorf("GET %s: ready = %v, want %v", path, got, want)
 		}
 	}
 	srv.Close()
-	if p.ready(context.Background(), "", srv.URL+"/200") {
+	if p.Ready(context.Background(), "", srv.URL+"/200") {
 		t.Error("a closed server is ready")
 	}
 }
@@ -64,9 +64,9 @@ func TestProber_EndsWithContext(t *testing.T) {
 	defer ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan bool)
-	p := newProber()
-	defer p.close()
-	go func() { done <- p.ready(ctx, "", "http://"+ln.Addr().String()+"/") }()
+	p := New()
+	defer p.Close()
+	go func() { done <- p.Ready(ctx, "", "http://"+ln.Addr().String()+"/") }()
 	conn, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
@@ -85,28 +85,28 @@ func TestProber_SaysWhetherTheAppAnswered(t *testing.T) {
 	}))
 	defer srv.Close()
 	tcp := srv.Listener.Addr().String()
-	p := newProber()
-	defer p.close()
+	p := New()
+	defer p.Close()
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name         string
 		tcp, httpURL string
-		want         probeResult
+		want         Result
 	}{
-		{"tcp, listening", tcp, "", probeReady},
-		{"http 200", "", srv.URL + "/200", probeReady},
-		{"http 503: the app answered", "", srv.URL + "/503", probeNotReady},
+		{"tcp, listening", tcp, "", Ready},
+		{"http 200", "", srv.URL + "/200", Ready},
+		{"http 503: the app answered", "", srv.URL + "/503", NotReady},
 	} {
-		if got := p.probe(ctx, tt.tcp, tt.httpURL); got != tt.want {
+		if got := p.Probe(ctx, tt.tcp, tt.httpURL); got != tt.want {
 			t.Errorf("%s: probe = %d, want %d", tt.name, got, tt.want)
 		}
 	}
 	srv.Close()
-	if got := p.probe(ctx, tcp, ""); got != probeUnreached {
-		t.Errorf("tcp, closed port: probe = %d, want probeUnreached", got)
+	if got := p.Probe(ctx, tcp, ""); got != Unreached {
+		t.Errorf("tcp, closed port: probe = %d, want Unreached", got)
 	}
-	if got := p.probe(ctx, "", srv.URL+"/200"); got != probeUnreached {
-		t.Errorf("http, closed port: probe = %d, want probeUnreached", got)
+	if got := p.Probe(ctx, "", srv.URL+"/200"); got != Unreached {
+		t.Errorf("http, closed port: probe = %d, want Unreached", got)
 	}
 }
 
@@ -134,25 +134,25 @@ func TestProbeInterval_Schedule(t *testing.T) {
 		{10 * time.Second, time.Second, time.Second}, // 1,024 ms: capped
 		{time.Hour, time.Second, time.Second},
 		// The shortest steady interval allowed.
-		{0, MinReadyInterval, 2 * ms},
-		{2 * time.Second, MinReadyInterval, 4 * ms},
-		{3 * time.Second, MinReadyInterval, MinReadyInterval},
+		{0, MinInterval, 2 * ms},
+		{2 * time.Second, MinInterval, 4 * ms},
+		{3 * time.Second, MinInterval, MinInterval},
 		// Never slower than the steady interval, even while fast.
 		{0, ms, ms},
 	} {
-		if got := probeInterval(tt.since, tt.steady); got != tt.want {
-			t.Errorf("probeInterval(%s, %s) = %s, want %s", tt.since, tt.steady, got, tt.want)
+		if got := Interval(tt.since, tt.steady); got != tt.want {
+			t.Errorf("Interval(%s, %s) = %s, want %s", tt.since, tt.steady, got, tt.want)
 		}
 	}
 }
 
 func TestProbeInterval_GrowsUpToTheSteadyInterval(t *testing.T) {
-	for _, steady := range []time.Duration{MinReadyInterval, DefaultReadyInterval, time.Second, time.Minute} {
+	for _, steady := range []time.Duration{MinInterval, DefaultInterval, time.Second, time.Minute} {
 		prev := time.Duration(0)
 		for since := time.Duration(0); since <= 30*time.Second; since += time.Millisecond {
-			iv := probeInterval(since, steady)
+			iv := Interval(since, steady)
 			if iv < prev || iv > steady || iv < fastProbeInterval {
-				t.Fatalf("steady %s: probeInterval(%s) = %s after %s", steady, since, iv, prev)
+				t.Fatalf("steady %s: Interval(%s) = %s after %s", steady, since, iv, prev)
 			}
 			prev = iv
 		}
@@ -167,16 +167,16 @@ type fakeApp struct {
 	probes          []time.Duration // time since start of each probe
 }
 
-func (f *fakeApp) probe(context.Context) probeResult {
+func (f *fakeApp) probe(context.Context) Result {
 	since := time.Since(f.start)
 	f.probes = append(f.probes, since)
 	switch {
 	case since < f.openAt:
-		return probeUnreached
+		return Unreached
 	case since < f.readyAt:
-		return probeNotReady
+		return NotReady
 	}
-	return probeReady
+	return Ready
 }
 
 // runLoop runs probeLoop on f, in the test's bubble, until it returns or until
@@ -185,14 +185,14 @@ func runLoop(f *fakeApp, steady, stopAfter time.Duration) (bool, time.Duration) 
 	ctx, cancel := context.WithTimeout(context.Background(), stopAfter)
 	defer cancel()
 	f.start = time.Now()
-	ok := probeLoop(ctx, f.start, steady, f.probe)
+	ok := Loop(ctx, f.start, steady, f.probe)
 	return ok, time.Since(f.start)
 }
 
 func TestProbeLoop_FollowsTheScheduleFor60s(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeApp{openAt: time.Hour}
-		ok, _ := runLoop(f, DefaultReadyInterval, time.Minute)
+		ok, _ := runLoop(f, DefaultInterval, time.Minute)
 		if ok {
 			t.Fatal("an app that never opened its port is ready")
 		}
@@ -201,7 +201,7 @@ func TestProbeLoop_FollowsTheScheduleFor60s(t *testing.T) {
 		}
 		for i := 1; i < len(f.probes); i++ {
 			prev := f.probes[i-1]
-			if gap, want := f.probes[i]-prev, probeInterval(prev, DefaultReadyInterval); gap != want {
+			if gap, want := f.probes[i]-prev, Interval(prev, DefaultInterval); gap != want {
 				t.Fatalf("probe %d at %s: %s after the previous one, want %s", i, f.probes[i], gap, want)
 			}
 		}
@@ -230,11 +230,11 @@ func TestProbeLoop_ReadySoonAfterThePortOpens(t *testing.T) {
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			f := &fakeApp{openAt: open}
-			ok, at := runLoop(f, DefaultReadyInterval, time.Hour)
+			ok, at := runLoop(f, DefaultInterval, time.Hour)
 			// The probe that finds it open follows the one before by the
 			// schedule's interval at that time: never later than that after
 			// the opening.
-			if late, bound := at-open, probeInterval(open, DefaultReadyInterval); !ok || late < 0 || late > bound {
+			if late, bound := at-open, Interval(open, DefaultInterval); !ok || late < 0 || late > bound {
 				t.Errorf("port open at %s: ready %v, %s after it, want within %s", open, ok, late, bound)
 			}
 		})
@@ -245,9 +245,9 @@ func TestProbeLoop_AnAppThatAnswersIsProbedAtTheSteadyInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// The port opens at 100 ms; the app answers 503 until 300 ms.
 		f := &fakeApp{openAt: 100 * time.Millisecond, readyAt: 300 * time.Millisecond}
-		ok, at := runLoop(f, DefaultReadyInterval, time.Hour)
-		if !ok || at < f.readyAt || at > f.readyAt+DefaultReadyInterval {
-			t.Fatalf("ready %v at %s, want within %s of %s", ok, at, DefaultReadyInterval, f.readyAt)
+		ok, at := runLoop(f, DefaultInterval, time.Hour)
+		if !ok || at < f.readyAt || at > f.readyAt+DefaultInterval {
+			t.Fatalf("ready %v at %s, want within %s of %s", ok, at, DefaultInterval, f.readyAt)
 		}
 		answered := 0
 		for i, p := range f.probes {
@@ -255,8 +255,8 @@ func TestProbeLoop_AnAppThatAnswersIsProbedAtTheSteadyInterval(t *testing.T) {
 				continue
 			}
 			answered++
-			if gap := f.probes[i+1] - p; gap != DefaultReadyInterval {
-				t.Errorf("probe at %s answered 503, next one %s later, want %s", p, gap, DefaultReadyInterval)
+			if gap := f.probes[i+1] - p; gap != DefaultInterval {
+				t.Errorf("probe at %s answered 503, next one %s later, want %s", p, gap, DefaultInterval)
 			}
 		}
 		if answered != 8 { // 100 ms to 300 ms at 25 ms
@@ -268,7 +268,7 @@ func TestProbeLoop_AnAppThatAnswersIsProbedAtTheSteadyInterval(t *testing.T) {
 func TestProbeLoop_EndsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeApp{openAt: time.Hour}
-		ok, at := runLoop(f, DefaultReadyInterval, 50*time.Millisecond)
+		ok, at := runLoop(f, DefaultInterval, 50*time.Millisecond)
 		if ok || at != 50*time.Millisecond {
 			t.Errorf("ready %v, returned %s after the start; want false, as the context ended (50ms)", ok, at)
 		}
