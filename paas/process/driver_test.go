@@ -74,7 +74,7 @@ func TestDriver_StartBecomesReadyAndIsPushed(t *testing.T) {
 			break
 		}
 	}
-	// The probe runs every 2ms at first (probeLoop's tests check the schedule): a
+	// The probe runs every 2ms at first (package probe's tests check the schedule): a
 	// generous bound, so that a loaded machine does not fail it, that polling every
 	// second or so would still break.
 	lag := readyAt.Sub(openAt)

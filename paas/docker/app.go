@@ -1,0 +1,173 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+
+	"github.com/reapergw/reaper/paas"
+)
+
+// app is one app (a container on one engine) and what the driver knows of it.
+type app struct {
+	spec spec
+	h    *host
+	cid  string // a discovered app's container id: another container is another app
+
+	mu       sync.Mutex // guards what follows
+	v        *view      // the container as last seen; nil: not found
+	ready    bool       // running, and ready since it last started
+	boot     *run       // our start in progress, until ready
+	watch    *run       // readiness wait of a container started from outside
+	stopping chan struct{}
+	woken    bool             // reaper started it as another app's dependency
+	dep      *paas.Deployment // never modified once set: replaced
+	mem      int64            // memory in use when last measured, bytes
+	memAt    time.Time
+	lastBoot time.Duration // start call → ready, of our last start
+	changed  chan struct{} // closed and replaced on every change of v or ready
+}
+
+// run is one wait for an app's readiness: ours (a boot) or an adoption.
+type run struct {
+	at     time.Time
+	cancel context.CancelFunc
+}
+
+func newApp(s spec, h *host) *app {
+	return &app{spec: s, h: h, changed: make(chan struct{})}
+}
+
+// state is what the platform wants, in paas words; a.mu must be held, a.v set.
+func (a *app) state() paas.State {
+	switch {
+	case a.boot != nil:
+		return paas.StateWantsToBeUp
+	case a.v.running() && a.ready:
+		return paas.StateShouldBeUp
+	case a.v.running() || a.v.status == container.StateRestarting:
+		return paas.StateWantsToBeUp
+	}
+	return paas.StateShouldBeDown
+}
+
+// ref is how the engine is asked for the app's container: by its configured name or
+// id, or, for a discovered app, by its name (a container recreated under the same
+// name is the same app if it still opts in).
+func (a *app) ref() string { return a.spec.container }
+
+// broadcast wakes whoever waits on a.changed; a.mu must be held.
+func (a *app) broadcast() {
+	close(a.changed)
+	a.changed = make(chan struct{})
+}
+
+// cancelRuns ends the readiness waits; a.mu must be held.
+func (a *app) cancelRuns() {
+	for _, r := range []*run{a.boot, a.watch} {
+		if r != nil {
+			r.cancel()
+		}
+	}
+	a.boot, a.watch = nil, nil
+}
+
+// setView records what the engine now says of the container and what that changes:
+// an exit, a start from outside. It returns what the caller must do once a.mu is
+// released: log, and wait for the readiness of a container started from outside.
+// a.mu must be held.
+func (a *app) setView(nv *view, adopting bool) (ev viewEvent) {
+	old := a.v
+	a.v = nv
+	defer a.broadcast()
+	wasUp := old != nil && old.running()
+	isUp := nv != nil && nv.running()
+	restarted := wasUp && isUp && !nv.startedAt.Equal(old.startedAt) && !old.startedAt.IsZero()
+	switch {
+	case isUp && (!wasUp || restarted) && a.boot == nil:
+		// Started without us (by hand, by its restart policy, with the engine) or
+		// adopted: ready once its readiness passes.
+		a.ready = false
+		if a.watch != nil {
+			a.watch.cancel()
+			a.watch = nil
+		}
+		at := nv.startedAt
+		if at.IsZero() || at.After(time.Now()) {
+			at = time.Now()
+		}
+		a.dep = &paas.Deployment{State: paas.DeploymentWIP, Action: "DEPLOY", At: at}
+		ev.outside, ev.adopted = !adopting, adopting
+	case wasUp && !isUp:
+		ev = a.exited(nv)
+	}
+	return ev
+}
+
+// exited records a container that stopped running; a.mu must be held.
+func (a *app) exited(nv *view) (ev viewEvent) {
+	wasReady, ours := a.ready, a.boot
+	a.ready = false
+	if a.watch != nil {
+		a.watch.cancel()
+		a.watch = nil
+	}
+	switch {
+	case a.stopping != nil:
+		// Ours: Stop records it.
+	case ours != nil || !wasReady:
+		cause := describeExit(nv) + " before it was ready"
+		at := time.Now()
+		if ours != nil {
+			at = ours.at
+			ours.cancel()
+			a.boot = nil
+		} else if a.dep != nil {
+			at = a.dep.At
+		}
+		a.dep = &paas.Deployment{State: paas.DeploymentFail, Action: "DEPLOY", At: at, Cause: cause}
+		ev.failed = cause
+	default:
+		// A crash, or a stop by hand: down, its deployment still OK, so that the
+		// next request wakes it.
+		ev.stoppedOutside = describeExit(nv)
+	}
+	return ev
+}
+
+// viewEvent is what setView saw, for the log and the readiness wait.
+type viewEvent struct {
+	outside, adopted bool   // it runs without a start of ours
+	failed           string // it exited before it was ready: why
+	stoppedOutside   string // it stopped (or was paused, or removed) without us
+}
+
+// describeExit says how a container stopped: "exited with status 3", "was
+// OOM-killed", "was paused", "was removed".
+func describeExit(v *view) string {
+	switch {
+	case v == nil:
+		return "was removed"
+	case v.status == container.StatePaused:
+		return "was paused"
+	case v.oomKilled:
+		return fmt.Sprintf("was killed for lack of memory (OOM, status %d)", v.exitCode)
+	case v.errText != "":
+		return fmt.Sprintf("exited with status %d (%s)", v.exitCode, v.errText)
+	}
+	return fmt.Sprintf("exited with status %d", v.exitCode)
+}
+
+// cameBackWhy explains a container that runs without a start of ours, for the log.
+func cameBackWhy(v *view) string {
+	switch v.restart {
+	case container.RestartPolicyAlways, container.RestartPolicyUnlessStopped:
+		return fmt.Sprintf("started by hand, or by its restart policy %q (the engine starts it again when the engine restarts); reaper puts it back to sleep after the grace period", v.restart)
+	case container.RestartPolicyOnFailure:
+		return "started by hand, or by its restart policy \"on-failure\" after a crash; reaper puts it back to sleep after the grace period"
+	}
+	return "started from outside (docker start, compose, a deploy); reaper puts it back to sleep after the grace period"
+}

@@ -1,0 +1,276 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/probe"
+)
+
+var (
+	_ paas.Client  = (*Driver)(nil)
+	_ paas.Watcher = (*Driver)(nil)
+	_ paas.Pricer  = (*Driver)(nil)
+)
+
+// firstSyncWait bounds how long New waits for each engine to be listed, so that
+// Observe answers at once for the containers that run; an engine that does not
+// answer by then is followed in the background.
+const firstSyncWait = 5 * time.Second
+
+// Driver drives the containers of the configured engines. It is safe for
+// concurrent use. Its goroutines are bounded: one per engine (its event stream),
+// and per app at most one that starts it or waits for its readiness.
+type Driver struct {
+	log    *slog.Logger
+	prober *probe.Prober
+	hosts  []*host // in the configuration's order
+	labels bool
+
+	// base ends with Close: streams, probes and boots end with it.
+	base   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex // guards what follows; never held while an app's lock is
+	closed     bool
+	configured map[string]*app // fixed by New
+	discovered map[string]*app // apps read from labels, by id
+	warned     map[string]bool // conflicts already logged
+	watchers   map[uint64]func(appID string)
+	nextWatch  uint64
+}
+
+// New returns a driver for opts.Config. It connects to every engine, lists its
+// containers and adopts those that run (one readiness probe each), waiting at most
+// firstSyncWait per engine; an engine that cannot be reached does not make New
+// fail: Observe says it is unavailable until it answers. New fails only on an
+// invalid configuration or an engine address the client cannot use.
+func New(opts Options) (*Driver, error) {
+	var errs conf.Errors
+	cfg := opts.Config
+	for i := range cfg.Apps {
+		cfg.Apps[i].Validate(conf.Index("paas.docker.apps", i), &errs)
+	}
+	cfg.Validate("paas.docker", &errs)
+	if err := errs.Err(); err != nil {
+		return nil, fmt.Errorf("docker: invalid configuration:\n%w", err)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	lookup, ua := opts.Lookup, opts.UserAgent
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if ua == "" {
+		ua = "reaper"
+	}
+	d := &Driver{
+		log: logger, prober: probe.New(), labels: cfg.LabelsOn(),
+		configured: map[string]*app{}, discovered: map[string]*app{},
+		warned: map[string]bool{}, watchers: map[uint64]func(string){},
+	}
+	d.base, d.cancel = context.WithCancel(context.Background())
+	byName := map[string]*host{}
+	for _, hc := range cfg.engines(lookup) {
+		eng, err := dial(hc, ua)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		h := newHost(hc.Name, eng)
+		d.hosts = append(d.hosts, h)
+		byName[hc.Name] = h
+	}
+	for _, ac := range cfg.Apps {
+		h := d.hosts[0]
+		if ac.Host != "" {
+			h = byName[ac.Host]
+		}
+		d.configured[ac.ID] = newApp(ac.resolve(h.name), h)
+	}
+	d.followAll()
+	return d, nil
+}
+
+// followAll starts one follower per engine and waits (bounded) for their first
+// listing.
+func (d *Driver) followAll() {
+	for _, h := range d.hosts {
+		d.wg.Add(1)
+		go d.follow(h)
+	}
+	t := time.NewTimer(firstSyncWait)
+	defer t.Stop()
+	for _, h := range d.hosts {
+		select {
+		case <-h.firstSync:
+		case <-t.C:
+			d.log.Warn("docker engine not listed yet: its apps are unavailable until it answers", "engine", h.name)
+		}
+	}
+}
+
+// Observe returns what the driver knows of the app, from memory (kept fresh by the
+// engines' event streams): it never waits on the network. An app that is neither
+// declared nor discovered, or whose container is gone, gives paas.ErrNotFound; an
+// app whose engine is unreachable gives paas.ErrUnavailable.
+func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, error) {
+	a, err := d.lookup(pa.ID)
+	if err != nil {
+		return paas.Observation{}, err
+	}
+	if err := a.h.unreachable(); err != nil {
+		return paas.Observation{}, fmt.Errorf("docker: app %s: %w", a.spec.id, err)
+	}
+	needed := d.neededBy(a.spec.id)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.v == nil {
+		return paas.Observation{}, fmt.Errorf("docker: app %s: container %q not found on engine %s: %w", a.spec.id, a.spec.container, a.h.name, paas.ErrNotFound)
+	}
+	obs := paas.Observation{Name: a.v.name, State: a.state(), NotShutdownable: needed != ""}
+	if a.dep != nil {
+		dep := *a.dep
+		obs.Deployment = &dep
+	}
+	return obs, nil
+}
+
+// Watch registers changed, called with an app's id each time its observation may
+// have changed (started, ready, exited, stopped, paused, removed, discovered, its
+// engine lost or found again), until ctx ends or the driver is closed. It returns
+// at once. changed is called from the driver's goroutines, outside its locks, so
+// it may call Observe; it must not block.
+func (d *Driver) Watch(ctx context.Context, changed func(appID string)) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	id := d.nextWatch
+	d.nextWatch++
+	d.watchers[id] = changed
+	d.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		d.mu.Lock()
+		delete(d.watchers, id)
+		d.mu.Unlock()
+	})
+}
+
+// Close ends the event streams, probes and boots in progress, and waits for the
+// driver's goroutines. It does not stop the containers: they keep running, and the
+// next driver adopts them. Close is idempotent and returns nil.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	clear(d.watchers)
+	d.mu.Unlock()
+	d.cancel()
+	d.wg.Wait()
+	for _, h := range d.hosts {
+		_ = h.eng.Close()
+	}
+	d.prober.Close()
+	return nil
+}
+
+// lookup finds a declared or discovered app.
+func (d *Driver) lookup(id string) (*app, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	if a, ok := d.configured[id]; ok {
+		return a, nil
+	}
+	if a, ok := d.discovered[id]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("docker: app %q is not in paas.docker.apps, and no container labelled %s=true claims it (%s=%s, or that name): %w",
+		id, LabelEnable, LabelAppID, id, paas.ErrNotFound)
+}
+
+// apps returns every app, declared then discovered.
+func (d *Driver) apps() []*app {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*app, 0, len(d.configured)+len(d.discovered))
+	for _, a := range d.configured {
+		out = append(out, a)
+	}
+	for _, a := range d.discovered {
+		out = append(out, a)
+	}
+	return out
+}
+
+// neededBy returns the id of an app that runs (or starts) and depends on id, or "":
+// such an app's dependency must not be put to sleep.
+func (d *Driver) neededBy(id string) string {
+	for _, o := range d.apps() {
+		if o.spec.id == id || !slices.Contains(o.spec.dependsOn, id) {
+			continue
+		}
+		o.mu.Lock()
+		active := o.boot != nil || (o.v != nil && o.v.running() && o.stopping == nil)
+		o.mu.Unlock()
+		if active {
+			return o.spec.id
+		}
+	}
+	return ""
+}
+
+// reserve counts a goroutine that Close must wait for, before it is started. It
+// returns false once the driver is closed.
+func (d *Driver) reserve() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.wg.Add(1)
+	return true
+}
+
+// notify tells every watcher that these apps' observations may have changed. It
+// must be called without any lock held, since watchers may observe.
+func (d *Driver) notify(ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	fs := make([]func(string), 0, len(d.watchers))
+	for _, f := range d.watchers {
+		fs = append(fs, f)
+	}
+	d.mu.Unlock()
+	for _, id := range ids {
+		for _, f := range fs {
+			f(id)
+		}
+	}
+}
+
+// since is time.Since rounded for logs.
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }

@@ -1,0 +1,122 @@
+package docker
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas/probe"
+)
+
+// The labels a container carries to be managed by reaper. Only reaper.enable=true
+// opts a container in; the others say how to drive it, with the keys and values of
+// paas.docker.apps[] (the route that wakes it stays in the configuration file).
+const (
+	LabelEnable        = "reaper.enable"         // "true": reaper may start and stop it
+	LabelAppID         = "reaper.app_id"         // the app's id in routes; default: the container's name
+	LabelStopMethod    = "reaper.stop_method"    // stop | pause | kill
+	LabelStopTimeout   = "reaper.stop_timeout"   // 10s
+	LabelReadyTCP      = "reaper.ready.tcp"      // host:port
+	LabelReadyHTTP     = "reaper.ready.http"     // http://host:port/health
+	LabelReadyInterval = "reaper.ready.interval" // 25ms
+	LabelDependsOn     = "reaper.depends_on"     // app ids, comma-separated
+	LabelPricePerHour  = "reaper.price_per_hour" // 0.05
+	LabelCurrency      = "reaper.currency"       // EUR
+)
+
+// optedIn reports whether a container's labels let reaper manage it.
+func optedIn(labels map[string]string) bool {
+	v, err := strconv.ParseBool(strings.TrimSpace(labels[LabelEnable]))
+	return err == nil && v
+}
+
+// labelAppID is the app id a container that opted in claims.
+func labelAppID(name string, labels map[string]string) string {
+	if id := strings.TrimSpace(labels[LabelAppID]); id != "" {
+		return id
+	}
+	return name
+}
+
+// fromLabels reads an app's configuration from its container's labels. Problems
+// are returned as one message naming each label; an app with problems is seen,
+// but never started or stopped.
+func fromLabels(name string, labels map[string]string) (AppConfig, string) {
+	var errs conf.Errors
+	c := AppConfig{ID: labelAppID(name, labels), Container: name}
+	if !validName(c.ID) {
+		errs.Add(LabelAppID, "%s must be letters, digits, '.', '-' or '_'", strconv.Quote(c.ID))
+	}
+	c.StopMethod = strings.TrimSpace(labels[LabelStopMethod])
+	if v, ok := labels[LabelStopTimeout]; ok {
+		if d, err := conf.ParseDuration(v); err != nil {
+			errs.Add(LabelStopTimeout, "%s", err.Error())
+		} else {
+			c.StopTimeout = conf.Duration(d)
+		}
+	}
+	tcp, http := strings.TrimSpace(labels[LabelReadyTCP]), strings.TrimSpace(labels[LabelReadyHTTP])
+	if tcp != "" || http != "" {
+		c.Ready = &probe.Config{TCP: tcp, HTTP: http}
+		if v, ok := labels[LabelReadyInterval]; ok {
+			if d, err := conf.ParseDuration(v); err != nil {
+				errs.Add(LabelReadyInterval, "%s", err.Error())
+			} else {
+				c.Ready.Interval = conf.Duration(d)
+			}
+		}
+	}
+	for _, d := range strings.Split(labels[LabelDependsOn], ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			c.DependsOn = append(c.DependsOn, d)
+		}
+	}
+	if v, ok := labels[LabelPricePerHour]; ok {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+			errs.Add(LabelPricePerHour, "%s is not a price", strconv.Quote(v))
+		} else {
+			c.PricePerHour = f
+		}
+	}
+	c.Currency = strings.TrimSpace(labels[LabelCurrency])
+	c.check("reaper", &errs) // paths such as reaper.stop_method: the labels' names
+	if err := errs.Err(); err != nil {
+		return c, strings.ReplaceAll(err.Error(), "\n", "; ")
+	}
+	return c, ""
+}
+
+// spec is an app's configuration with the defaults applied, as the driver uses it.
+type spec struct {
+	id        string
+	container string // the container's name or id, as configured (its name for a label app)
+	host      string // the engine's name
+	labels    bool   // discovered from labels: re-checked before every start and stop
+	method    string
+	timeout   time.Duration
+	ready     *probe.Config // nil: ready once running (and healthy)
+	dependsOn []string
+	price     float64
+	currency  string
+	problem   string // its labels could not be read: seen, never started or stopped
+}
+
+// resolve applies the defaults; host is the engine's name.
+func (c *AppConfig) resolve(host string) spec {
+	s := spec{
+		id: c.ID, container: c.Container, host: host,
+		method: c.StopMethod, timeout: c.StopTimeout.D(), ready: c.Ready,
+		dependsOn: c.DependsOn, price: c.PricePerHour, currency: c.Currency,
+	}
+	if s.method == "" {
+		s.method = MethodStop
+	}
+	if s.timeout == 0 {
+		s.timeout = DefaultStopTimeout
+	}
+	if s.currency == "" {
+		s.currency = "EUR"
+	}
+	return s
+}

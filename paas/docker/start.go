@@ -1,0 +1,310 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/probe"
+)
+
+// errRefused: the container no longer opted in; reaper does not touch it.
+var errRefused = errors.New("docker: the container no longer opted in")
+
+// Start wakes the app: its dependencies first (depends_on, each started and
+// waited for until ready), then its container (unpaused if paused, started
+// otherwise). It returns once the start is under way, not when the app is ready
+// (watchers learn that). Before anything is sent the container is read again: one
+// that is gone, or that no longer carries reaper.enable=true (for a discovered
+// app), is refused with an error wrapping paas.ErrStartFailed. It is idempotent: on
+// an app that is starting or running it does nothing; on one being stopped it
+// waits (bounded by ctx) for the stop to end first. An engine that cannot be
+// reached gives paas.ErrUnavailable.
+func (d *Driver) Start(ctx context.Context, pa paas.App) error {
+	a, err := d.lookup(pa.ID)
+	if err != nil {
+		return err
+	}
+	return d.start(ctx, a, nil)
+}
+
+// start starts a, as a dependency of the apps of chain (empty: asked for itself).
+func (d *Driver) start(ctx context.Context, a *app, chain []string) error {
+	if slices.Contains(chain, a.spec.id) {
+		return fmt.Errorf("docker: start %s: depends_on makes a cycle (%s → %s): %w", a.spec.id, strings.Join(chain, " → "), a.spec.id, paas.ErrStartFailed)
+	}
+	if a.spec.problem != "" {
+		return fmt.Errorf("docker: start %s: its labels cannot be read (%s): %w", a.spec.id, a.spec.problem, paas.ErrStartFailed)
+	}
+	if err := d.awaitStop(ctx, a); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	busy := a.boot != nil || (a.v != nil && a.v.running())
+	if busy && len(chain) == 0 {
+		a.woken = false // asked for itself: it sleeps on its own clock
+	}
+	a.mu.Unlock()
+	if busy {
+		return nil
+	}
+	v, err := d.recheck(ctx, a, "start")
+	if err != nil {
+		return err
+	}
+	deps := make([]*app, 0, len(a.spec.dependsOn))
+	for _, id := range a.spec.dependsOn {
+		dep, err := d.lookup(id)
+		if err == nil {
+			err = d.start(ctx, dep, append(slices.Clone(chain), a.spec.id))
+		}
+		if err != nil {
+			return fmt.Errorf("docker: start %s: its dependency %s: %w", a.spec.id, id, err)
+		}
+		deps = append(deps, dep)
+	}
+	return d.launch(ctx, a, v, deps, len(chain) > 0)
+}
+
+// launch records the start and sends it: at once when the dependencies are ready,
+// else from a goroutine once they are. Either way a goroutine then waits for the
+// app's readiness.
+func (d *Driver) launch(ctx context.Context, a *app, v view, deps []*app, asDep bool) error {
+	if !d.reserve() {
+		return ErrClosed
+	}
+	bctx, cancel := context.WithCancel(d.base)
+	b := &run{at: time.Now(), cancel: cancel}
+	a.mu.Lock()
+	if a.boot != nil || (a.v != nil && a.v.running()) {
+		a.mu.Unlock() // another call started it meanwhile
+		cancel()
+		d.wg.Done()
+		return nil
+	}
+	prev := a.dep
+	a.boot, a.ready, a.woken = b, false, asDep
+	a.dep = &paas.Deployment{State: paas.DeploymentWIP, Action: "DEPLOY", At: b.at}
+	a.broadcast()
+	a.mu.Unlock()
+	d.notify(a.spec.id)
+
+	pending := false
+	for _, dep := range deps {
+		pending = pending || !dep.isReady()
+	}
+	if !pending {
+		if err := d.send(ctx, a, v); err != nil {
+			d.wg.Done()
+			return d.failBoot(a, b, prev, err)
+		}
+	}
+	go func() {
+		defer d.wg.Done()
+		defer cancel()
+		if pending {
+			if err := d.awaitDeps(bctx, a, deps); err != nil {
+				_ = d.failBoot(a, b, prev, err)
+				return
+			}
+			if err := d.send(bctx, a, v); err != nil {
+				_ = d.failBoot(a, b, prev, err)
+				return
+			}
+		}
+		if d.awaitReady(bctx, a, b.at) {
+			d.markReady(a, b)
+		}
+	}()
+	return nil
+}
+
+// send asks the engine to run the container: unpause a paused one, start the others.
+func (d *Driver) send(ctx context.Context, a *app, v view) error {
+	what, call := "starting", a.h.eng.Start
+	if v.status == container.StatePaused {
+		what, call = "unpausing", a.h.eng.Unpause
+	}
+	err := call(ctx, v.id)
+	if err != nil {
+		return classify(a.h.name, what+" "+a.spec.container, err)
+	}
+	d.log.Info("container "+strings.TrimSuffix(what, "ing")+"ed", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container)
+	return nil
+}
+
+// failBoot records a start that could not be sent or whose dependencies failed. A
+// passing failure (the engine unreachable) leaves the app as it was, so that the
+// start is sent again; any other is a FAIL deployment. It returns the error to
+// give the caller.
+func (d *Driver) failBoot(a *app, b *run, prev *paas.Deployment, err error) error {
+	a.mu.Lock()
+	if a.boot != b {
+		a.mu.Unlock()
+		return err
+	}
+	b.cancel()
+	a.boot = nil
+	retry := paas.Retryable(err) || errors.Is(err, context.Canceled)
+	if retry {
+		a.dep = prev
+	} else {
+		a.dep = &paas.Deployment{State: paas.DeploymentFail, Action: "DEPLOY", At: b.at, Cause: err.Error()}
+	}
+	a.broadcast()
+	a.mu.Unlock()
+	d.notify(a.spec.id)
+	if retry {
+		d.log.Warn("container start not sent; it is asked again", "app", a.spec.id, "engine", a.h.name, "err", err)
+		return fmt.Errorf("docker: start %s: %w", a.spec.id, err)
+	}
+	d.log.Error("container could not be started", "app", a.spec.id, "engine", a.h.name, "err", err)
+	if errors.Is(err, paas.ErrStartFailed) {
+		return err
+	}
+	return fmt.Errorf("docker: start %s: %w: %v", a.spec.id, paas.ErrStartFailed, err)
+}
+
+// awaitDeps waits until every dependency is ready, or one of them failed to start.
+func (d *Driver) awaitDeps(ctx context.Context, a *app, deps []*app) error {
+	for _, dep := range deps {
+		for {
+			dep.mu.Lock()
+			ready, ch, failed := dep.ready, dep.changed, dep.boot == nil && !dep.ready && dep.dep != nil && dep.dep.State == paas.DeploymentFail
+			cause := ""
+			if failed {
+				cause = dep.dep.Cause
+			}
+			dep.mu.Unlock()
+			if ready {
+				break
+			}
+			if failed {
+				return fmt.Errorf("its dependency %s could not be started: %s: %w", dep.spec.id, cause, paas.ErrStartFailed)
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+func (a *app) isReady() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ready
+}
+
+// awaitReady waits until the app is ready: its ready probe passes (on the schedule
+// of package probe, from started), or, without one, its container runs (and is
+// healthy, when it has a healthcheck). It returns false when ctx ends first.
+func (d *Driver) awaitReady(ctx context.Context, a *app, started time.Time) bool {
+	if r := a.spec.ready; r != nil {
+		return probe.Loop(ctx, started, r.Steady(), func(ctx context.Context) probe.Result { return d.prober.Probe(ctx, r.TCP, r.HTTP) })
+	}
+	for {
+		a.mu.Lock()
+		ok, ch := a.v != nil && a.v.serving(), a.changed
+		a.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// readyOnce checks the app's readiness once (one probe, or the container's state).
+func (d *Driver) readyOnce(ctx context.Context, a *app) bool {
+	if r := a.spec.ready; r != nil {
+		return d.prober.Ready(ctx, r.TCP, r.HTTP)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.v != nil && a.v.serving()
+}
+
+// watchReady waits, in the background, for the readiness of a container that runs
+// without a start of ours.
+func (d *Driver) watchReady(a *app) {
+	if !d.reserve() {
+		return
+	}
+	ctx, cancel := context.WithCancel(d.base)
+	r := &run{at: time.Now(), cancel: cancel}
+	a.mu.Lock()
+	if a.watch != nil || a.boot != nil || a.ready || a.v == nil || !a.v.running() {
+		a.mu.Unlock()
+		cancel()
+		d.wg.Done()
+		return
+	}
+	a.watch = r
+	a.mu.Unlock()
+	go func() {
+		defer d.wg.Done()
+		defer cancel()
+		if d.awaitReady(ctx, a, r.at) {
+			d.markReady(a, r)
+		}
+	}()
+}
+
+// markReady records that the app passed its readiness, for the run r (a boot of
+// ours or a watch); a run that was replaced meanwhile changes nothing.
+func (d *Driver) markReady(a *app, r *run) {
+	a.mu.Lock()
+	if (a.boot != r && a.watch != r) || a.v == nil || !a.v.running() {
+		a.mu.Unlock()
+		return
+	}
+	ours := a.boot == r
+	a.boot, a.watch, a.ready = nil, nil, true
+	at := r.at
+	if a.dep != nil {
+		at = a.dep.At
+	}
+	a.dep = &paas.Deployment{State: paas.DeploymentOK, Action: "DEPLOY", At: at}
+	took := time.Since(r.at)
+	if ours {
+		a.lastBoot = took
+	}
+	a.broadcast()
+	a.mu.Unlock()
+	// Watchers first: held requests wait for what they do next.
+	d.notify(a.spec.id)
+	if ours {
+		d.log.Info("container ready", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "boot", took.Round(time.Millisecond))
+	} else {
+		d.log.Info("container ready (started from outside)", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container)
+	}
+}
+
+// recheck reads the container again before a start or a stop (what): it must
+// still exist and, for a discovered app, still opt in under the same app id.
+func (d *Driver) recheck(ctx context.Context, a *app, what string) (view, error) {
+	v, err := a.h.eng.Inspect(ctx, a.ref())
+	switch {
+	case errors.Is(err, errGone):
+		return view{}, fmt.Errorf("docker: %s %s: container %q no longer exists on engine %s (removed by hand?): %w",
+			what, a.spec.id, a.spec.container, a.h.name, paas.ErrStartFailed)
+	case err != nil:
+		return view{}, fmt.Errorf("docker: %s %s: %w", what, a.spec.id, classify(a.h.name, "reading "+a.spec.container, err))
+	case a.spec.labels && (!optedIn(v.labels) || labelAppID(v.name, v.labels) != a.spec.id):
+		return view{}, fmt.Errorf("docker: %s %s: container %q no longer carries %s=true and %s=%s: reaper does not touch it: %w",
+			what, a.spec.id, v.name, LabelEnable, LabelAppID, a.spec.id, errRefused)
+	}
+	return v, nil
+}

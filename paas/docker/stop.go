@@ -1,0 +1,188 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/reapergw/reaper/paas"
+)
+
+// memEvery bounds how often an app's memory is read from the engine's stats.
+const memEvery = 10 * time.Second
+
+// Stop puts the app to sleep with its stop method (stop, pause or kill), and
+// returns once the container no longer runs (a stop waits for the container's
+// exit, at most its stop_timeout before the engine kills it), or when ctx ends.
+// Then it puts to sleep, in reverse order, the dependencies reaper woke for this
+// app that no other running app needs. Before anything is sent the container is
+// read again: a discovered app's container that no longer opted in is refused
+// with an error wrapping paas.ErrNotShutdownable; one that is gone is stopped
+// already. It is idempotent. An engine that cannot be reached gives
+// paas.ErrUnavailable.
+func (d *Driver) Stop(ctx context.Context, pa paas.App) error {
+	a, err := d.lookup(pa.ID)
+	if err != nil {
+		return err
+	}
+	if err := d.stop(ctx, a); err != nil {
+		return err
+	}
+	for _, id := range slices.Backward(a.spec.dependsOn) {
+		d.stopDependency(ctx, id)
+	}
+	return nil
+}
+
+// stopDependency puts a dependency to sleep if reaper woke it for another app and
+// no running app needs it any more.
+func (d *Driver) stopDependency(ctx context.Context, id string) {
+	dep, err := d.lookup(id)
+	if err != nil {
+		return
+	}
+	dep.mu.Lock()
+	woken := dep.woken
+	dep.mu.Unlock()
+	if !woken {
+		return
+	}
+	if by := d.neededBy(id); by != "" {
+		d.log.Info("dependency stays awake: another app needs it", "app", id, "needed_by", by)
+		return
+	}
+	if err := d.Stop(ctx, paas.App{ID: id}); err != nil {
+		d.log.Warn("cannot put a dependency to sleep", "app", id, "err", err)
+	}
+}
+
+func (d *Driver) stop(ctx context.Context, a *app) error {
+	if a.spec.problem != "" {
+		return fmt.Errorf("docker: stop %s: its labels cannot be read (%s): %w", a.spec.id, a.spec.problem, paas.ErrNotShutdownable)
+	}
+	if err := d.awaitStop(ctx, a); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	if a.stopping != nil || (a.boot == nil && (a.v == nil || !a.v.running())) {
+		a.mu.Unlock()
+		return d.awaitStop(ctx, a) // stopped already, or by another call
+	}
+	a.cancelRuns()
+	done := make(chan struct{})
+	a.stopping = done
+	a.mu.Unlock()
+	at := time.Now()
+	err := d.sendStop(ctx, a)
+	var nv *view
+	if err == nil {
+		// Read again, so that Observe says down as soon as Stop returns.
+		if v, rerr := a.h.eng.Inspect(ctx, a.ref()); rerr == nil {
+			nv = &v
+		} else if errors.Is(rerr, errGone) {
+			nv = nil
+		}
+	}
+	a.mu.Lock()
+	if err == nil {
+		a.setView(nv, false) // while stopping: an exit of ours
+		a.ready, a.woken = false, false
+		a.dep = &paas.Deployment{State: paas.DeploymentOK, Action: "UNDEPLOY", At: at}
+		a.broadcast()
+	}
+	a.stopping = nil
+	a.mu.Unlock()
+	close(done)
+	d.notify(a.spec.id)
+	if err != nil {
+		return err
+	}
+	d.log.Info("container put to sleep", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "method", a.spec.method, "took", since(at))
+	return nil
+}
+
+// sendStop re-reads the container and sends the stop method, if it runs.
+func (d *Driver) sendStop(ctx context.Context, a *app) error {
+	v, err := d.recheck(ctx, a, "stop")
+	switch {
+	case errors.Is(err, errRefused):
+		return fmt.Errorf("%w: %w", err, paas.ErrNotShutdownable)
+	case errors.Is(err, paas.ErrStartFailed):
+		return nil // gone: nothing runs
+	case err != nil:
+		return err
+	case !v.running():
+		return nil
+	}
+	switch a.spec.method {
+	case MethodPause:
+		err = a.h.eng.Pause(ctx, v.id)
+	case MethodKill:
+		err = a.h.eng.Kill(ctx, v.id)
+	default:
+		err = a.h.eng.Stop(ctx, v.id, a.spec.timeout)
+	}
+	if err != nil {
+		return fmt.Errorf("docker: stop %s: %w", a.spec.id, classify(a.h.name, a.spec.method+" "+a.spec.container, err))
+	}
+	return nil
+}
+
+// awaitStop waits for a stop in progress to end, bounded by ctx.
+func (d *Driver) awaitStop(ctx context.Context, a *app) error {
+	a.mu.Lock()
+	ch := a.stopping
+	a.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("docker: %s: waiting for its stop: %w", a.spec.id, ctx.Err())
+	case <-d.base.Done():
+		return ErrClosed
+	}
+}
+
+// Cost implements paas.Pricer: the app's price_per_hour, and the memory its
+// container uses, read from the engine's stats while it runs (at most every
+// memEvery), else as last read while it ran (0 if never, since this driver
+// started).
+func (d *Driver) Cost(ctx context.Context, pa paas.App) (paas.Cost, error) {
+	a, err := d.lookup(pa.ID)
+	if err != nil {
+		return paas.Cost{}, err
+	}
+	a.mu.Lock()
+	running := a.v != nil && a.v.running()
+	id, mem, at := "", a.mem, a.memAt
+	if running {
+		id = a.v.id
+	}
+	a.mu.Unlock()
+	if running && time.Since(at) >= memEvery {
+		if n, err := a.h.eng.Memory(ctx, id); err == nil && n > 0 {
+			mem = n
+			a.mu.Lock()
+			a.mem, a.memAt = n, time.Now()
+			a.mu.Unlock()
+		}
+	}
+	return paas.Cost{PerHour: a.spec.price, Currency: a.spec.currency, MemoryBytes: mem}, nil
+}
+
+// BootTime is how long the app's last start took, from the start call to its
+// readiness; 0 if reaper has not started it since the driver started.
+func (d *Driver) BootTime(appID string) time.Duration {
+	a, err := d.lookup(appID)
+	if err != nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastBoot
+}
