@@ -35,6 +35,9 @@ type app struct {
 type run struct {
 	at     time.Time
 	cancel context.CancelFunc
+	// prevStart is when the container last started before a boot of ours: a view
+	// that started since and no longer runs is a boot that ended badly.
+	prevStart time.Time
 }
 
 func newApp(s spec, h *host) *app {
@@ -58,6 +61,16 @@ func (a *app) state() paas.State {
 // id, or, for a discovered app, by its name (a container recreated under the same
 // name is the same app if it still opts in).
 func (a *app) ref() string { return a.spec.container }
+
+// v0 is the id of the container as last seen, or "".
+func (a *app) v0() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.v == nil {
+		return ""
+	}
+	return a.v.id
+}
 
 // broadcast wakes whoever waits on a.changed; a.mu must be held.
 func (a *app) broadcast() {
@@ -102,6 +115,10 @@ func (a *app) setView(nv *view, adopting bool) (ev viewEvent) {
 		a.dep = &paas.Deployment{State: paas.DeploymentWIP, Action: "DEPLOY", At: at}
 		ev.outside, ev.adopted = !adopting, adopting
 	case wasUp && !isUp:
+		ev = a.exited(nv)
+	case a.boot != nil && !isUp && (nv == nil || (nv.status != container.StatePaused && !nv.startedAt.IsZero() && !nv.startedAt.Equal(a.boot.prevStart))):
+		// Our start ran and ended (or the container went) before any read of it
+		// saw it run.
 		ev = a.exited(nv)
 	}
 	return ev

@@ -80,7 +80,7 @@ func (d *Driver) launch(ctx context.Context, a *app, v view, deps []*app, asDep 
 		return ErrClosed
 	}
 	bctx, cancel := context.WithCancel(d.base)
-	b := &run{at: time.Now(), cancel: cancel}
+	b := &run{at: time.Now(), cancel: cancel, prevStart: v.startedAt}
 	a.mu.Lock()
 	if a.boot != nil || (a.v != nil && a.v.running()) {
 		a.mu.Unlock() // another call started it meanwhile
@@ -118,11 +118,29 @@ func (d *Driver) launch(ctx context.Context, a *app, v view, deps []*app, asDep 
 				return
 			}
 		}
-		if d.awaitReady(bctx, a, b.at) {
+		if d.awaitReady(bctx, a, b.at) && d.awaitRunning(bctx, a) {
 			d.markReady(a, b)
 		}
 	}()
 	return nil
+}
+
+// awaitRunning waits until the driver has seen the container run: a probe can pass
+// before the engine's event of the start is applied.
+func (d *Driver) awaitRunning(ctx context.Context, a *app) bool {
+	for {
+		a.mu.Lock()
+		ok, ch := a.v != nil && a.v.running(), a.changed
+		a.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // send asks the engine to run the container: unpause a paused one, start the others.
@@ -134,6 +152,11 @@ func (d *Driver) send(ctx context.Context, a *app, v view) error {
 	err := call(ctx, v.id)
 	if err != nil {
 		return classify(a.h.name, what+" "+a.spec.container, err)
+	}
+	// Read at once, so that the readiness found by the probe meets a running
+	// container without waiting for the engine's event.
+	if nv, err := a.h.eng.Inspect(ctx, v.id); err == nil {
+		d.applyRead(a, &nv)
 	}
 	d.log.Info("container "+strings.TrimSuffix(what, "ing")+"ed", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container)
 	return nil
@@ -256,7 +279,7 @@ func (d *Driver) watchReady(a *app) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel()
-		if d.awaitReady(ctx, a, r.at) {
+		if d.awaitReady(ctx, a, r.at) && d.awaitRunning(ctx, a) {
 			d.markReady(a, r)
 		}
 	}()

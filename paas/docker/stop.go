@@ -85,6 +85,17 @@ func (d *Driver) stop(ctx context.Context, a *app) error {
 			nv = nil
 		}
 	}
+	if err == nil {
+		// The engine's map too, so that a reconcile before the engine's event
+		// does not bring the old read back.
+		a.h.mu.Lock()
+		if nv != nil {
+			a.h.views[nv.id] = nv
+		} else if a.v0() != "" {
+			delete(a.h.views, a.v0())
+		}
+		a.h.mu.Unlock()
+	}
 	a.mu.Lock()
 	if err == nil {
 		a.setView(nv, false) // while stopping: an exit of ours

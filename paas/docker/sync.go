@@ -218,3 +218,12 @@ func (d *Driver) notifyHost(h *host) {
 	}
 	d.notify(ids...)
 }
+
+// applyRead records a fresh read of an app's container, made by a start or a stop,
+// as an event's would be.
+func (d *Driver) applyRead(a *app, v *view) {
+	a.h.mu.Lock()
+	a.h.views[v.id] = v
+	a.h.mu.Unlock()
+	d.reconcile(false)
+}
