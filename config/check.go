@@ -10,6 +10,7 @@ import (
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas/clevercloud"
+	"github.com/reapergw/reaper/paas/docker"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/reaper"
@@ -18,29 +19,14 @@ import (
 // check runs the checks that span sections: the driver's own section, the routes
 // and their plugins, which apps the reaper plugin names, the cluster's needs.
 func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
-	switch c.PaaS.Driver {
-	case DriverProcess:
-		process.ValidateApps(c.PaaS.Apps, "paas.apps", errs)
-		if c.PaaS.CleverCloud != nil {
-			errs.Add("paas.clevercloud", "is only read with driver clevercloud (the driver is process)")
-		}
-	case DriverCleverCloud:
-		if c.PaaS.CleverCloud == nil {
-			errs.Add("paas.clevercloud", "is required with driver clevercloud (a token or oauth credentials)")
-		}
-		if len(c.PaaS.Apps) > 0 {
-			errs.Add("paas.apps", "is only read with driver process (the driver is clevercloud)")
-		}
-	default:
-		errs.Add("paas.driver", "%s is not a driver (use process or clevercloud)", strconv.Quote(c.PaaS.Driver))
-	}
+	c.checkDriver(errs)
 
 	if c.Cluster != nil {
 		if c.Store.Driver != StoreValkey {
 			errs.Add("store.driver", "must be valkey in a cluster: the nodes share their state through it")
 		}
 		if c.PaaS.Driver == DriverProcess {
-			errs.Add("paas.driver", "process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud)")
+			errs.Add("paas.driver", "process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud, or docker engines every node reaches)")
 		}
 		if c.Cluster.TLS != nil {
 			c.checkClusterTLS(errs)
@@ -49,6 +35,37 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
 	c.checkReaperApps(d, errs)
+}
+
+// checkDriver checks that the driver is known and that only its own section is
+// given.
+func (c *Config) checkDriver(errs *conf.Errors) {
+	p := &c.PaaS
+	switch p.Driver {
+	case DriverProcess:
+		process.ValidateApps(p.Apps, "paas.apps", errs)
+	case DriverCleverCloud:
+		if p.CleverCloud == nil {
+			errs.Add("paas.clevercloud", "is required with driver clevercloud (a token or oauth credentials)")
+		}
+	case DriverDocker:
+	default:
+		errs.Add("paas.driver", "%s is not a driver (use process, clevercloud or docker)", strconv.Quote(p.Driver))
+		return
+	}
+	if len(p.Apps) > 0 && p.Driver != DriverProcess {
+		hint := ""
+		if p.Driver == DriverDocker {
+			hint = "; containers go under paas.docker.apps"
+		}
+		errs.Add("paas.apps", "is only read with driver process (the driver is %s%s)", p.Driver, hint)
+	}
+	if p.CleverCloud != nil && p.Driver != DriverCleverCloud {
+		errs.Add("paas.clevercloud", "is only read with driver clevercloud (the driver is %s)", p.Driver)
+	}
+	if p.Docker != nil && p.Driver != DriverDocker {
+		errs.Add("paas.docker", "is only read with driver docker (the driver is %s)", p.Driver)
+	}
 }
 
 // checkClusterTLS loads cluster.tls as the node will at start, and checks that
@@ -119,6 +136,18 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) {
 	for _, a := range c.PaaS.Apps {
 		known[a.ID] = true
 	}
+	// Docker apps may also be discovered from labels at run time: then any id
+	// goes, and an unknown one is an app the driver does not find.
+	dockerStrict := false
+	if dc := c.PaaS.Docker; c.PaaS.Driver == DriverDocker {
+		if dc == nil {
+			dc = &docker.Config{}
+		}
+		for _, id := range dc.AppIDs() {
+			known[id] = true
+		}
+		dockerStrict = !dc.LabelsOn()
+	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		for j := range r.Plugins {
@@ -139,6 +168,8 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) {
 				errs.Add(conf.Key(path, "app_id"), "is required")
 			case c.PaaS.Driver == DriverProcess && !known[rc.AppID]:
 				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.apps", strconv.Quote(rc.AppID))
+			case dockerStrict && !known[rc.AppID]:
+				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.docker.apps (and paas.docker.labels is off)", strconv.Quote(rc.AppID))
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/paas/clevercloud"
+	"github.com/reapergw/reaper/paas/docker"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 )
@@ -76,6 +77,7 @@ type PaaS struct {
 	Driver      string              `yaml:"driver"`
 	Apps        []process.AppConfig `yaml:"apps"`
 	CleverCloud *clevercloud.Config `yaml:"clevercloud"`
+	Docker      *docker.Config      `yaml:"docker"`
 }
 
 // Store chooses where shared state lives.
@@ -122,6 +124,7 @@ type Peer struct {
 const (
 	DriverProcess     = "process"
 	DriverCleverCloud = "clevercloud"
+	DriverDocker      = "docker"
 	StoreMemory       = "memory"
 	StoreValkey       = "valkey"
 )

@@ -103,9 +103,9 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`reaper.fast_interval: must be at least 100ms`,
 			`reaper.max_held: must be 0 (half the open-file limit) or more, not -1`,
 		}},
-		{"drivers", "paas: {driver: docker}\nstore: {driver: etcd}", []string{
+		{"drivers", "paas: {driver: kubernetes}\nstore: {driver: etcd}", []string{
 			`store.driver: "etcd" is not a store (use memory or valkey)`,
-			`paas.driver: "docker" is not a driver (use process or clevercloud)`,
+			`paas.driver: "kubernetes" is not a driver (use process, clevercloud or docker)`,
 		}},
 		{"valkey", "store: {driver: valkey}", []string{
 			`store.address: is required with the valkey store (host:port)`,
@@ -118,7 +118,7 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`cluster.secret: must be at least 16 characters (every node shares it)`,
 			`cluster.peers[1].id: "a" is listed twice`,
 			`store.driver: must be valkey in a cluster: the nodes share their state through it`,
-			`paas.driver: process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud)`,
+			`paas.driver: process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud, or docker engines every node reaches)`,
 		}},
 		{"unknown top-level key", "rotues: []", []string{
 			`rotues: unknown key (did you mean "routes"?)`,

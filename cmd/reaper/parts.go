@@ -15,6 +15,7 @@ import (
 	"github.com/reapergw/reaper/metrics"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/clevercloud"
+	"github.com/reapergw/reaper/paas/docker"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/reaper"
 	"github.com/reapergw/reaper/reaper/valkeystore"
@@ -118,6 +119,17 @@ func (p *parts) openDriver(_ context.Context, cfg *config.Config) error {
 			return fmt.Errorf("paas.clevercloud: %w", err)
 		}
 		p.driver = d
+	case config.DriverDocker:
+		var dc docker.Config
+		if cfg.PaaS.Docker != nil {
+			dc = *cfg.PaaS.Docker
+		}
+		d, err := docker.New(docker.Options{Config: dc, Logger: p.log.With("part", "docker"), UserAgent: "reaper/" + version})
+		if err != nil {
+			return fmt.Errorf("paas.docker: %w", err)
+		}
+		p.driver = d
+		p.closers = append(p.closers, d.Close)
 	}
 	return nil
 }
@@ -135,7 +147,7 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		Observer:   p.metrics,
 	}
 	switch cfg.PaaS.Driver {
-	case config.DriverProcess:
+	case config.DriverProcess, config.DriverDocker:
 		opts.ReadyDelay = 0 // readiness is probed: up means answering
 	case config.DriverCleverCloud:
 		opts.NotReadyYet = clevercloud.IsNotReadyYet

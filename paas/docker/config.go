@@ -230,7 +230,9 @@ func (c *Config) engines(lookup func(string) (string, bool)) []HostConfig {
 func dependencyCycle(apps []AppConfig) []string {
 	deps := map[string][]string{}
 	for _, a := range apps {
-		deps[a.ID] = a.DependsOn
+		if _, dup := deps[a.ID]; !dup { // a duplicate id is reported on its own
+			deps[a.ID] = a.DependsOn
+		}
 	}
 	const (
 		visiting = 1
