@@ -27,6 +27,7 @@ type dockerApp struct {
 	id, container, addr string
 	stopMethod          string // stop (default), pause, kill
 	grace               string // the route's grace period; empty: 60s
+	failTimeout         string // the route's fail timeout; empty: 15s
 	plugin              string // extra reaper plugin keys, as YAML flow items
 }
 
@@ -89,12 +90,15 @@ paas:
 		if a.plugin != "" {
 			extra = ", " + a.plugin
 		}
-		grace := a.grace
+		grace, fail := a.grace, a.failTimeout
 		if grace == "" {
 			grace = "60s"
 		}
-		fmt.Fprintf(&b, "  - id: %s\n    frontend: {domains: [%s.test]}\n    backend: {targets: [\"http://%s\"]}\n    plugins:\n      - plugin: reaper\n        config: {app_id: %s, grace_period: %s, fail_timeout: 15s%s}\n",
-			a.id, a.id, a.addr, a.id, grace, extra)
+		if fail == "" {
+			fail = "15s"
+		}
+		fmt.Fprintf(&b, "  - id: %s\n    frontend: {domains: [%s.test]}\n    backend: {targets: [\"http://%s\"]}\n    plugins:\n      - plugin: reaper\n        config: {app_id: %s, grace_period: %s, fail_timeout: %s%s}\n",
+			a.id, a.id, a.addr, a.id, grace, fail, extra)
 	}
 	return b.String()
 }
@@ -242,5 +246,93 @@ func TestDocker_SleepsAfterTheGracePeriod(t *testing.T) {
 				t.Errorf("after the sleep: %d %s", resp.StatusCode, body)
 			}
 		})
+	}
+}
+
+func TestDocker_ContainerBackByItselfSleepsAgainOnTime(t *testing.T) {
+	// A container with restart: always comes back when the engine restarts. The
+	// machine's engine cannot be restarted here, so the container is started from
+	// outside (docker start) while reaper runs: the same thing from reaper's side,
+	// an event "start" that no start of reaper's caused.
+	e := newDockerEnv(t)
+	a := e.add(dockerApp{id: "back", grace: "2s"}, []string{"--restart", "always"})
+	p := e.start()
+	e.waitStatus("back", "Down", 10*time.Second)
+	dockertest.Docker(t, "start", a.container)
+	came := time.Now()
+	p.waitLog(func(l map[string]any) bool {
+		msg, _ := l["msg"].(string)
+		return l["app"] == "back" && strings.Contains(msg, `restart policy "always"`)
+	}, 10*time.Second)
+	e.waitStatus("back", "Up", 10*time.Second)
+	testwait.For(t, 20*time.Second, "the container to be put back to sleep", func() bool { return dockertest.State(t, a.container) == "exited" })
+	if took := time.Since(came); took < 2*time.Second {
+		t.Errorf("put back to sleep %s after it came back, before its 2s grace period", took)
+	}
+	e.waitStatus("back", "Down", 10*time.Second)
+	if n := e.proxy.Starts(dockertest.ID(t, a.container)); n != 0 {
+		t.Errorf("reaper started the container %d times; nobody asked", n)
+	}
+	// No flapping: the engine does not bring back a container that was stopped,
+	// and reaper put it to sleep once.
+	if n := strings.Count(p.logText(), `"msg":"container put to sleep"`); n != 1 {
+		t.Errorf("put to sleep %d times, want 1", n)
+	}
+}
+
+func TestDocker_EngineUnreachableHeldRequestAnsweredAtTheFailTimeout(t *testing.T) {
+	e := newDockerEnv(t)
+	e.add(dockerApp{id: "cut", failTimeout: "3s"}, nil)
+	p := e.start()
+	e.waitStatus("cut", "Down", 10*time.Second)
+	e.proxy.Down()
+	p.waitLog(func(l map[string]any) bool { return l["msg"] == "docker engine lost: reconnecting" }, 10*time.Second)
+	began := time.Now()
+	resp, err := p.request("GET", "cut.test", "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	took := time.Since(began)
+	if resp.StatusCode != 504 && resp.StatusCode != 503 {
+		t.Errorf("held request without an engine: %d %s, want 503/504", resp.StatusCode, body)
+	}
+	if took > 3*time.Second+2*time.Second {
+		t.Errorf("held request answered after %s, beyond its 3s fail timeout", took)
+	}
+	if !strings.Contains(p.logText(), "unreachable") {
+		t.Error("the log never says the engine is unreachable")
+	}
+	e.proxy.Up()
+	resp, err = p.request("GET", "cut.test", "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 200 {
+		t.Errorf("once the engine is back: %d %s, want the app's answer", resp.StatusCode, body)
+	}
+}
+
+func TestDocker_ContainerRemovedByHandIsAnErrorWithItsCause(t *testing.T) {
+	e := newDockerEnv(t)
+	a := e.add(dockerApp{id: "rm"}, nil)
+	p := e.start()
+	e.waitStatus("rm", "Down", 10*time.Second)
+	dockertest.Docker(t, "rm", a.container)
+	resp, err := p.request("GET", "rm.test", "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	e.waitStatus("rm", "Error", 10*time.Second)
+	v := e.adminApp("rm")
+	cause := fmt.Sprint(v["error_cause"], " ", v["cause"])
+	if !strings.Contains(cause, "does not know this app") && !strings.Contains(cause, "no longer exists") {
+		t.Errorf("Error cause %q (record %v), want it to say the container is gone", cause, v)
+	}
+	select {
+	case <-p.exited:
+		t.Fatal("reaper exited")
+	default:
 	}
 }
