@@ -1,4 +1,4 @@
-# reaper — see README.md. Targets: run, test, build, generate, lint, bench, faults, run-clever, cluster.
+# reaper — see README.md. Targets: run, test, build, generate, lint, bench, faults, run-clever, cluster, run-docker.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -78,3 +78,36 @@ run-clever: build
 # shared store, and the fake Clever Cloud as the platform. Ctrl-C stops them all.
 cluster: build
 	./scripts/cluster.sh
+
+.PHONY: run-docker
+# run-docker: the demo with the docker driver. The Makefile (not reaper: it never
+# creates containers) builds an image of the demo app FROM scratch, from local
+# files, and creates two stopped containers of it; reaper serves them with
+# examples/docker.yaml. Ctrl-C stops reaper; the containers stay (docker rm -f
+# reaper-demo-hello reaper-demo-api removes them).
+DEMO_IMAGE := reaper-demoapp:demo
+run-docker: build
+	@mkdir -p data/docker-image
+	@CGO_ENABLED=0 $(GO) build -trimpath -o data/docker-image/demoapp ./cmd/demoapp
+	@printf 'FROM scratch\nCOPY demoapp /demoapp\nENTRYPOINT ["/demoapp"]\n' >data/docker-image/Dockerfile
+	@docker build -q -t $(DEMO_IMAGE) data/docker-image >/dev/null
+	@docker rm -f reaper-demo-hello reaper-demo-api >/dev/null 2>&1 || true
+	@docker create --name reaper-demo-hello -p 127.0.0.1:3101:8080 $(DEMO_IMAGE) \
+	    --listen :8080 --name hello --boot-delay 1s >/dev/null
+	@docker create --name reaper-demo-api -p 127.0.0.1:3102:8080 \
+	    --label reaper.enable=true --label reaper.app_id=api --label reaper.stop_method=pause \
+	    --label reaper.ready.http=http://127.0.0.1:3102/healthz \
+	    $(DEMO_IMAGE) --listen :8080 --name api --boot-delay 1s >/dev/null
+	@echo
+	@echo "reaper demo with Docker: two containers behind the gateway, stopped until someone asks."
+	@echo "  browser:  http://hello.localhost:8080/   (holds API calls; browsers get the waiting page)"
+	@echo "            http://api.localhost:8080/     (discovered from its labels; answers API calls 503 at once)"
+	@echo "  curl:     curl -i -H 'Host: hello.localhost' http://127.0.0.1:8080/        # held, then the app's answer"
+	@echo "            curl -i -H 'Host: api.localhost' http://127.0.0.1:8080/          # 503 + Retry-After, container starting"
+	@echo "            curl -i -H 'Host: hello.localhost' -H 'CleverCloud-Reaper: status' http://127.0.0.1:8080/"
+	@echo "            curl -i -H 'Host: hello.localhost' -A 'UptimeRobot/2.0' http://127.0.0.1:8080/   # monitor: 200, no wake"
+	@echo "  docker:   docker ps -a --filter name=reaper-demo    # hello is stopped when asleep, api paused"
+	@echo "  health:   curl http://127.0.0.1:9090/healthz"
+	@echo "  The apps sleep after 30 s without traffic; watch this log. Ctrl-C stops reaper (the containers stay)."
+	@echo
+	./bin/reaper serve --config examples/docker.yaml

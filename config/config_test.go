@@ -67,7 +67,7 @@ routes:
 }
 
 func TestParse_ExamplesInTheRepository(t *testing.T) {
-	for _, f := range []string{"../examples/demo.yaml"} {
+	for _, f := range []string{"../examples/demo.yaml", "../examples/docker.yaml"} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
