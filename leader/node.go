@@ -261,7 +261,15 @@ func (n *Node) bootstrap() error {
 		ids = append(ids, p.ID)
 	}
 	n.log.Info("leader: bootstrapping cluster", "members", ids)
-	if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if errors.Is(err, raft.ErrCantBootstrap) {
+		// Raft listens before it is bootstrapped: a peer that was elected
+		// meanwhile may already have sent this node the cluster's log. The
+		// cluster exists, and this node is in it.
+		n.log.Info("leader: the cluster's leader reached this node before it bootstrapped: joined it")
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("leader: bootstrap: %w", err)
 	}
 	return nil
