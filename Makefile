@@ -1,4 +1,4 @@
-# reaper — see README.md. Targets: run, test, build, generate, lint, bench, faults, run-clever, cluster, run-docker.
+# reaper — see README.md. Targets: run, test, build, generate, lint, bench, faults, run-clever, cluster, run-docker, cluster-docker.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -111,3 +111,11 @@ run-docker: build
 	@echo "  The apps sleep after 30 s without traffic; watch this log. Ctrl-C stops reaper (the containers stay)."
 	@echo
 	./bin/reaper serve --config examples/docker.yaml
+
+.PHONY: cluster-docker
+# cluster-docker: three reaper nodes as containers, redis-server and two demo apps
+# as containers on a private network, every image built here from local files
+# (docs/docker.md). Try a partition with docker network disconnect; Ctrl-C removes
+# it all. The test of the same setup: go test ./e2e -run DockerCluster.
+cluster-docker:
+	./scripts/cluster-docker.sh
