@@ -42,7 +42,6 @@ type dockerEnv struct {
 func newDockerEnv(t *testing.T) *dockerEnv {
 	t.Helper()
 	dockertest.Require(t)
-	t.Cleanup(dockertest.RemoveImages)
 	return &dockerEnv{t: t, proxy: dockertest.NewProxy(t), image: dockertest.BuildImage(t, "cmd/demoapp"), apps: map[string]*dockerApp{}}
 }
 
@@ -148,6 +147,7 @@ func (e *dockerEnv) adminApp(id string) map[string]any {
 }
 
 func TestDocker_WakeOnRequestHoldsUnavailableAndWaitingPage(t *testing.T) {
+	t.Parallel()
 	e := newDockerEnv(t)
 	held := e.add(dockerApp{id: "held"}, nil, "--boot-delay", "500ms")
 	e.add(dockerApp{id: "api", plugin: "api_behavior: unavailable"}, nil)
@@ -187,6 +187,7 @@ func TestDocker_WakeOnRequestHoldsUnavailableAndWaitingPage(t *testing.T) {
 }
 
 func TestDocker_OneStartFor200ConcurrentRequests(t *testing.T) {
+	t.Parallel()
 	e := newDockerEnv(t)
 	a := e.add(dockerApp{id: "crowd"}, nil, "--boot-delay", "300ms")
 	p := e.start()
@@ -220,6 +221,7 @@ func TestDocker_OneStartFor200ConcurrentRequests(t *testing.T) {
 }
 
 func TestDocker_SleepsAfterTheGracePeriod(t *testing.T) {
+	t.Parallel()
 	for _, method := range []string{"stop", "pause"} {
 		t.Run(method, func(t *testing.T) {
 			e := newDockerEnv(t)
@@ -250,6 +252,7 @@ func TestDocker_SleepsAfterTheGracePeriod(t *testing.T) {
 }
 
 func TestDocker_ContainerBackByItselfSleepsAgainOnTime(t *testing.T) {
+	t.Parallel()
 	// A container with restart: always comes back when the engine restarts. The
 	// machine's engine cannot be restarted here, so the container is started from
 	// outside (docker start) while reaper runs: the same thing from reaper's side,
@@ -281,6 +284,7 @@ func TestDocker_ContainerBackByItselfSleepsAgainOnTime(t *testing.T) {
 }
 
 func TestDocker_EngineUnreachableHeldRequestAnsweredAtTheFailTimeout(t *testing.T) {
+	t.Parallel()
 	e := newDockerEnv(t)
 	e.add(dockerApp{id: "cut", failTimeout: "3s"}, nil)
 	p := e.start()
@@ -314,6 +318,7 @@ func TestDocker_EngineUnreachableHeldRequestAnsweredAtTheFailTimeout(t *testing.
 }
 
 func TestDocker_ContainerRemovedByHandIsAnErrorWithItsCause(t *testing.T) {
+	t.Parallel()
 	e := newDockerEnv(t)
 	a := e.add(dockerApp{id: "rm"}, nil)
 	p := e.start()

@@ -44,7 +44,6 @@ type dockerCluster struct {
 func newDockerCluster(t *testing.T) *dockerCluster {
 	t.Helper()
 	dockertest.Require(t)
-	t.Cleanup(dockertest.RemoveImages)
 	c := &dockerCluster{t: t, proxy: dockertest.NewProxy(t), client: &http.Client{Timeout: 3 * time.Second}}
 	reaperImage := dockertest.BuildImage(t, "cmd/reaper")
 	demoImage := dockertest.BuildImage(t, "cmd/demoapp")
@@ -179,6 +178,7 @@ func (c *dockerCluster) get(n *dockerNode) (int, string) {
 }
 
 func TestDockerCluster_PartitionedNodeStopsActingMajorityWakesAndSleeps(t *testing.T) {
+	t.Parallel()
 	c := newDockerCluster(t)
 	lead := c.waitLeader(c.nodes, "", 60*time.Second)
 	t.Logf("leader: %s", lead.id)

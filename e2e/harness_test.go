@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/dockertest"
 )
 
 // bins holds the binaries built once for the whole package, without the race
@@ -40,6 +42,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	dockertest.RemoveImages() // the images the docker tests built, if any
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
