@@ -37,6 +37,7 @@ type dockerEnv struct {
 	image string
 	apps  map[string]*dockerApp
 	p     *reaperProc
+	dir   string // reaper's directory, kept across restarts
 }
 
 func newDockerEnv(t *testing.T) *dockerEnv {
@@ -104,7 +105,10 @@ paas:
 
 func (e *dockerEnv) start() *reaperProc {
 	e.t.Helper()
-	e.p = startReaper(e.t, e.t.TempDir(), e.config())
+	if e.dir == "" {
+		e.dir = e.t.TempDir()
+	}
+	e.p = startReaper(e.t, e.dir, e.config())
 	return e.p
 }
 
@@ -339,5 +343,60 @@ func TestDocker_ContainerRemovedByHandIsAnErrorWithItsCause(t *testing.T) {
 	case <-p.exited:
 		t.Fatal("reaper exited")
 	default:
+	}
+}
+
+func TestDocker_RestartedReaperAdoptsARunningContainer(t *testing.T) {
+	t.Parallel()
+	e := newDockerEnv(t)
+	a := e.add(dockerApp{id: "kept"}, nil)
+	p := e.start()
+	resp, err := p.request("GET", "kept.test", "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	e.waitStatus("kept", "Up", 10*time.Second)
+	started := dockertest.StartedAt(t, a.container)
+
+	p.kill()
+	p = e.start() // the same data directory
+	p.waitLog(func(l map[string]any) bool { return l["msg"] == "adopted a running container" && l["app"] == "kept" }, 10*time.Second)
+	e.waitStatus("kept", "Up", 10*time.Second)
+	resp, err = p.request("GET", "kept.test", "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 200 {
+		t.Errorf("after reaper's restart: %d %s", resp.StatusCode, body)
+	}
+	if again := dockertest.StartedAt(t, a.container); !again.Equal(started) {
+		t.Errorf("the container was restarted (%s, then %s): it should have been adopted", started, again)
+	}
+	if n := e.proxy.Starts(dockertest.ID(t, a.container)); n != 1 {
+		t.Errorf("%d starts, want 1 (the wake before the restart)", n)
+	}
+}
+
+func TestDocker_OneShotContainerThatExitsIsNeverRestarted(t *testing.T) {
+	t.Parallel()
+	e := newDockerEnv(t)
+	e.add(dockerApp{id: "web"}, nil)
+	// A migration: opted in by label, no route, exits on its own (status 3).
+	job := e.add(dockerApp{id: "migrate"}, []string{"--label", "reaper.enable=true"}, "--fail-after", "300ms")
+	delete(e.apps, "migrate") // declared nowhere: discovered from its label only
+	p := e.start()
+	dockertest.Docker(t, "start", job.container)
+	p.waitLog(func(l map[string]any) bool {
+		msg, _ := l["msg"].(string)
+		return strings.HasPrefix(msg, "container stopped") && l["container"] == job.container
+	}, 15*time.Second)
+	// The job passes every second: give it three to do the wrong thing.
+	id := dockertest.ID(t, job.container)
+	if testwait.Until(3*time.Second, func() bool { return e.proxy.Starts(id) > 0 }) {
+		t.Errorf("reaper started a one-shot container that no route asks for")
+	}
+	if s := dockertest.State(t, job.container); s != "exited" {
+		t.Errorf("the one-shot container is %s, want exited", s)
 	}
 }

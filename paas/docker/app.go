@@ -182,9 +182,9 @@ func describeExit(v *view) string {
 func cameBackWhy(v *view) string {
 	switch v.restart {
 	case container.RestartPolicyAlways, container.RestartPolicyUnlessStopped:
-		return fmt.Sprintf("started by hand, or by its restart policy %q (the engine starts it again when the engine restarts); reaper puts it back to sleep after the grace period", v.restart)
+		return fmt.Sprintf("started by hand, or by its restart policy %q (the engine starts it again when the engine restarts); if a route manages it, it goes back to sleep after its grace period", v.restart)
 	case container.RestartPolicyOnFailure:
-		return "started by hand, or by its restart policy \"on-failure\" after a crash; reaper puts it back to sleep after the grace period"
+		return "started by hand, or by its restart policy \"on-failure\" after a crash; if a route manages it, it goes back to sleep after its grace period"
 	}
-	return "started from outside (docker start, compose, a deploy); reaper puts it back to sleep after the grace period"
+	return "started from outside (docker start, compose, a deploy); if a route manages it, it goes back to sleep after its grace period"
 }
