@@ -1,0 +1,118 @@
+package docker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+)
+
+// These tests need no engine.
+
+func TestFromLabels_ReadsEveryKey(t *testing.T) {
+	c, problem := fromLabels("web-1", map[string]string{
+		LabelEnable: "true", LabelAppID: "web", LabelStopMethod: "pause", LabelStopTimeout: "30s",
+		LabelReadyHTTP: "http://web-1:8080/health", LabelReadyInterval: "50ms", LabelDependsOn: "db, cache,",
+		LabelPricePerHour: "0.5", LabelCurrency: "USD",
+	})
+	if problem != "" {
+		t.Fatal(problem)
+	}
+	s := c.resolve("local")
+	if s.id != "web" || s.container != "web-1" || s.method != MethodPause || s.timeout != 30*time.Second ||
+		s.ready == nil || s.ready.HTTP != "http://web-1:8080/health" || s.ready.Steady() != 50*time.Millisecond ||
+		strings.Join(s.dependsOn, ",") != "db,cache" || s.price != 0.5 || s.currency != "USD" || s.host != "local" {
+		t.Errorf("spec %+v", s)
+	}
+}
+
+func TestFromLabels_DefaultsAndProblems(t *testing.T) {
+	c, problem := fromLabels("api", map[string]string{LabelEnable: "true"})
+	s := c.resolve("local")
+	if problem != "" || s.id != "api" || s.method != MethodStop || s.timeout != DefaultStopTimeout || s.ready != nil || s.currency != "EUR" {
+		t.Errorf("defaults: %+v, %q", s, problem)
+	}
+	_, problem = fromLabels("x", map[string]string{
+		LabelEnable: "true", LabelStopMethod: "freeze", LabelStopTimeout: "soon", LabelReadyTCP: "nope",
+		LabelPricePerHour: "cheap", LabelDependsOn: "x",
+	})
+	for _, want := range []string{
+		`reaper.stop_method: "freeze" is not a stop method`, `reaper.stop_timeout: "soon" is not a duration`,
+		`reaper.ready.tcp: "nope" is not host:port`, `reaper.price_per_hour: "cheap" is not a price`,
+		"reaper.depends_on[0]: an app cannot depend on itself",
+	} {
+		if !strings.Contains(problem, want) {
+			t.Errorf("missing %q in %q", want, problem)
+		}
+	}
+}
+
+func TestOptedIn_OnlyTrue(t *testing.T) {
+	for v, want := range map[string]bool{"true": true, "1": true, "TRUE": true, "false": false, "": false, "yes": false} {
+		if got := optedIn(map[string]string{LabelEnable: v}); got != want {
+			t.Errorf("%s=%q: %v, want %v", LabelEnable, v, got, want)
+		}
+	}
+	if optedIn(map[string]string{LabelAppID: "web"}) {
+		t.Error("an app id without reaper.enable opts in")
+	}
+}
+
+func TestMatches_NameOrID(t *testing.T) {
+	id := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for ref, want := range map[string]bool{"web": true, "/web": true, id: true, id[:12]: true, id[:6]: false, "we": false} {
+		if got := matches(ref, id, "web"); got != want {
+			t.Errorf("matches(%q) = %v, want %v", ref, got, want)
+		}
+	}
+}
+
+func TestConfig_EnginesDefaultToDockerHost(t *testing.T) {
+	env := func(v string) func(string) (string, bool) {
+		return func(string) (string, bool) { return v, v != "" }
+	}
+	if h := (&Config{}).engines(env(""))[0]; h.Host != DefaultHost || h.Name != "local" {
+		t.Errorf("no DOCKER_HOST: %+v", h)
+	}
+	if h := (&Config{}).engines(env("tcp://10.0.0.2:2376"))[0]; h.Host != "tcp://10.0.0.2:2376" {
+		t.Errorf("DOCKER_HOST: %+v", h)
+	}
+	if h := (&Config{Host: "unix:///x.sock"}).engines(env("tcp://y:1"))[0]; h.Host != "unix:///x.sock" {
+		t.Errorf("host wins over DOCKER_HOST: %+v", h)
+	}
+}
+
+func TestDependencyCycle(t *testing.T) {
+	apps := []AppConfig{{ID: "a", DependsOn: []string{"b"}}, {ID: "b", DependsOn: []string{"c"}}, {ID: "c"}}
+	if c := dependencyCycle(apps); c != nil {
+		t.Errorf("no cycle, got %v", c)
+	}
+	apps[2].DependsOn = []string{"a"}
+	if c := strings.Join(dependencyCycle(apps), " → "); c != "a → b → c → a" {
+		t.Errorf("cycle %q", c)
+	}
+}
+
+func TestNew_InvalidConfigurationIsRefused(t *testing.T) {
+	_, err := New(Options{Config: Config{Apps: []AppConfig{{ID: "a"}}, Host: "ssh://box"}})
+	if err == nil || !strings.Contains(err.Error(), "paas.docker.apps[0].container: is required") || !strings.Contains(err.Error(), "ssh://") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestDescribeExit(t *testing.T) {
+	for _, c := range []struct {
+		v    *view
+		want string
+	}{
+		{nil, "was removed"},
+		{&view{status: container.StatePaused}, "was paused"},
+		{&view{status: container.StateExited, exitCode: 137, oomKilled: true}, "was killed for lack of memory (OOM, status 137)"},
+		{&view{status: container.StateExited, exitCode: 3}, "exited with status 3"},
+	} {
+		if got := describeExit(c.v); got != c.want {
+			t.Errorf("describeExit(%+v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
