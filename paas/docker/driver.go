@@ -39,6 +39,12 @@ type Driver struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// recMu orders the reads of containers and what they change: each read
+	// (an event's, a start's or a stop's) is recorded and reconciled before the
+	// next is made, so that an older read never overwrites a newer one. Taken
+	// before mu and the apps' locks.
+	recMu sync.Mutex
+
 	mu         sync.Mutex // guards what follows; never held while an app's lock is
 	closed     bool
 	configured map[string]*app // fixed by New

@@ -123,6 +123,9 @@ func TestDriver_KillMethodKillsAtOnce(t *testing.T) {
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("a kill took %s", took)
 	}
+	if obs := observe(t, d, "killed"); obs.State != paas.StateShouldBeDown {
+		t.Errorf("right after a kill: %+v, want SHOULD_BE_DOWN (not a container still dying)", obs)
+	}
 	if code := dockertest.Docker(t, "inspect", "--format", "{{.State.ExitCode}}", name); code != "137" {
 		t.Errorf("exit code %s, want 137 (SIGKILL)", code)
 	}

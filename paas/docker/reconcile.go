@@ -25,7 +25,7 @@ type found struct {
 // container it names on its engine, each container that opted in to the app it
 // claims (discovered apps come and go with their containers). Engines that are
 // down are left as they were. adopting is set for an engine's first listing: what
-// runs then is adopted, not "started from outside".
+// runs then is adopted, not "started from outside". d.recMu must be held.
 func (d *Driver) reconcile(adopting bool) {
 	decl, disc, up := d.claims()
 	type change struct {

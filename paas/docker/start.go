@@ -155,9 +155,7 @@ func (d *Driver) send(ctx context.Context, a *app, v view) error {
 	}
 	// Read at once, so that the readiness found by the probe meets a running
 	// container without waiting for the engine's event.
-	if nv, err := a.h.eng.Inspect(ctx, v.id); err == nil {
-		d.applyRead(a, &nv)
-	}
+	d.refresh(ctx, a, v.id)
 	d.log.Info("container "+strings.TrimSuffix(what, "ing")+"ed", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container)
 	return nil
 }

@@ -75,30 +75,14 @@ func (d *Driver) stop(ctx context.Context, a *app) error {
 	a.stopping = done
 	a.mu.Unlock()
 	at := time.Now()
-	err := d.sendStop(ctx, a)
-	var nv *view
-	if err == nil {
-		// Read again, so that Observe says down as soon as Stop returns.
-		if v, rerr := a.h.eng.Inspect(ctx, a.ref()); rerr == nil {
-			nv = &v
-		} else if errors.Is(rerr, errGone) {
-			nv = nil
-		}
-	}
-	if err == nil {
-		// The engine's map too, so that a reconcile before the engine's event
-		// does not bring the old read back.
-		a.h.mu.Lock()
-		if nv != nil {
-			a.h.views[nv.id] = nv
-		} else if a.v0() != "" {
-			delete(a.h.views, a.v0())
-		}
-		a.h.mu.Unlock()
+	id, err := d.sendStop(ctx, a)
+	if err == nil && id != "" {
+		// Read again while still stopping (an exit of ours), so that Observe
+		// says down as soon as Stop returns.
+		d.refresh(ctx, a, id)
 	}
 	a.mu.Lock()
 	if err == nil {
-		a.setView(nv, false) // while stopping: an exit of ours
 		a.ready, a.woken = false, false
 		a.dep = &paas.Deployment{State: paas.DeploymentOK, Action: "UNDEPLOY", At: at}
 		a.broadcast()
@@ -114,31 +98,59 @@ func (d *Driver) stop(ctx context.Context, a *app) error {
 	return nil
 }
 
-// sendStop re-reads the container and sends the stop method, if it runs.
-func (d *Driver) sendStop(ctx context.Context, a *app) error {
+// sendStop re-reads the container and sends the stop method, if it runs. It
+// returns the container's id ("" when it is gone).
+func (d *Driver) sendStop(ctx context.Context, a *app) (string, error) {
 	v, err := d.recheck(ctx, a, "stop")
 	switch {
 	case errors.Is(err, errRefused):
-		return fmt.Errorf("%w: %w", err, paas.ErrNotShutdownable)
+		return "", fmt.Errorf("%w: %w", err, paas.ErrNotShutdownable)
 	case errors.Is(err, paas.ErrStartFailed):
-		return nil // gone: nothing runs
+		return "", nil // gone: nothing runs
 	case err != nil:
-		return err
+		return "", err
 	case !v.running():
-		return nil
+		return v.id, nil
 	}
 	switch a.spec.method {
 	case MethodPause:
 		err = a.h.eng.Pause(ctx, v.id)
 	case MethodKill:
-		err = a.h.eng.Kill(ctx, v.id)
+		if err = a.h.eng.Kill(ctx, v.id); err == nil {
+			err = d.awaitExit(ctx, a, v.id)
+		}
 	default:
 		err = a.h.eng.Stop(ctx, v.id, a.spec.timeout)
 	}
 	if err != nil {
-		return fmt.Errorf("docker: stop %s: %w", a.spec.id, classify(a.h.name, a.spec.method+" "+a.spec.container, err))
+		return "", fmt.Errorf("docker: stop %s: %w", a.spec.id, classify(a.h.name, a.spec.method+" "+a.spec.container, err))
 	}
-	return nil
+	return v.id, nil
+}
+
+// killWait bounds how long a killed container may take to be seen exited.
+const killWait = 5 * time.Second
+
+// awaitExit waits until the engine says the container no longer runs: a kill
+// returns once the signal is sent, not once the container is gone.
+func (d *Driver) awaitExit(ctx context.Context, a *app, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, killWait)
+	defer cancel()
+	pause := 2 * time.Millisecond
+	for {
+		v, err := a.h.eng.Inspect(ctx, id)
+		if errors.Is(err, errGone) || (err == nil && !v.running()) {
+			return nil
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("docker: kill %s: still running: %w", a.spec.id, paas.ErrUnavailable)
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }
 
 // awaitStop waits for a stop in progress to end, bounded by ctx.

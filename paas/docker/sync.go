@@ -94,8 +94,10 @@ func (d *Driver) followOnce(h *host) error {
 	defer cancel()
 	// Subscribed before listing, so that no change between the two is missed.
 	msgs, errs := h.eng.Events(ctx)
+	d.recMu.Lock()
 	views, err := d.list(ctx, h)
 	if err != nil {
+		d.recMu.Unlock()
 		return err
 	}
 	h.mu.Lock()
@@ -105,6 +107,7 @@ func (d *Driver) followOnce(h *host) error {
 	h.mu.Unlock()
 	d.log.Info("docker engine connected", "engine", h.name, "containers", len(views))
 	d.reconcile(first)
+	d.recMu.Unlock()
 	if first {
 		close(h.firstSync)
 	}
@@ -180,6 +183,8 @@ func (d *Driver) onEvent(ctx context.Context, h *host, m events.Message) {
 		return // exec, attach, resize, top, …: nothing that changes an app
 	}
 	id := m.Actor.ID
+	d.recMu.Lock()
+	defer d.recMu.Unlock()
 	h.mu.Lock()
 	_, known := h.views[id]
 	h.mu.Unlock()
@@ -219,11 +224,23 @@ func (d *Driver) notifyHost(h *host) {
 	d.notify(ids...)
 }
 
-// applyRead records a fresh read of an app's container, made by a start or a stop,
-// as an event's would be.
-func (d *Driver) applyRead(a *app, v *view) {
+// refresh reads the app's container (id) again after a start or a stop and
+// records it as an event's read would be, so that Observe is up to date when the
+// call returns.
+func (d *Driver) refresh(ctx context.Context, a *app, id string) {
+	d.recMu.Lock()
+	defer d.recMu.Unlock()
+	v, err := a.h.eng.Inspect(ctx, id)
 	a.h.mu.Lock()
-	a.h.views[v.id] = v
+	switch {
+	case err == nil:
+		a.h.views[v.id] = &v
+	case errors.Is(err, errGone):
+		delete(a.h.views, id)
+	default:
+		a.h.mu.Unlock()
+		return // the engine's next event tells
+	}
 	a.h.mu.Unlock()
 	d.reconcile(false)
 }
