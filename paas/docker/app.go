@@ -62,16 +62,6 @@ func (a *app) state() paas.State {
 // name is the same app if it still opts in).
 func (a *app) ref() string { return a.spec.container }
 
-// v0 is the id of the container as last seen, or "".
-func (a *app) v0() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.v == nil {
-		return ""
-	}
-	return a.v.id
-}
-
 // broadcast wakes whoever waits on a.changed; a.mu must be held.
 func (a *app) broadcast() {
 	close(a.changed)

@@ -63,7 +63,7 @@ func (d *Driver) reconcile(adopting bool) {
 	}
 	d.mu.Unlock()
 
-	var ids, adopted []string
+	var ids []string
 	var adopt []*app
 	for _, a := range dropped {
 		a.mu.Lock()
@@ -83,7 +83,7 @@ func (d *Driver) reconcile(adopting bool) {
 		}
 		ids = append(ids, a.spec.id)
 		if ev.adopted {
-			adopt, adopted = append(adopt, a), append(adopted, a.spec.id)
+			adopt = append(adopt, a)
 		}
 		d.logView(a, c.v, ev)
 		if ev.outside {
