@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
+	"time"
 
+	"github.com/reapergw/reaper/config"
+	"github.com/reapergw/reaper/dashboard"
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/leader"
@@ -16,8 +19,11 @@ import (
 // adminHandler serves the admin listener: /healthz and /readyz for anyone (load
 // balancers, orchestrators), /internal/ for the other nodes of a cluster (signed
 // with the cluster secret, and with cluster.tls from a client certificate of the
-// cluster's CA; nil on a single node), everything else only with the admin token.
-func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handler) http.Handler {
+// cluster's CA; nil on a single node), /api/ only with the admin token (or a
+// dashboard session), and everything else is the dashboard, which sends a
+// browser that is not signed in to its sign-in form. Without an admin token,
+// only health answers.
+func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handler, dash *dashboard.Dashboard) http.Handler {
 	mux := http.NewServeMux()
 	if internal != nil {
 		mux.Handle("/internal/", internal)
@@ -35,21 +41,53 @@ func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handle
 		}
 		w.Write([]byte("ok\n"))
 	})
-	want := []byte("Bearer " + token.Reveal())
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if !token.IsSet() {
+	if !token.IsSet() || dash == nil {
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			httpjson.Error(w, http.StatusNotFound, "the admin API is off: node.admin_token is not set")
+		})
+		return mux
+	}
+	guarded, pages := dash.Guard(api), dash.Handler()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") {
+			guarded.ServeHTTP(w, r)
 			return
 		}
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="reaper"`)
-			httpjson.Error(w, http.StatusUnauthorized, "a valid admin token is required (Authorization: Bearer <node.admin_token>)")
-			return
-		}
-		api.ServeHTTP(w, r)
+		pages.ServeHTTP(w, r)
 	})
 	return mux
+}
+
+// dashboard is the node's dashboard over api (the admin API, as adminAPI
+// builds it: in a cluster, its writes go to the leader); nil without an
+// admin token.
+func (n *node) dashboard(api http.Handler) *dashboard.Dashboard {
+	if !n.cfg.Node.AdminToken.IsSet() {
+		return nil
+	}
+	opts := dashboard.Options{
+		Token: n.cfg.Node.AdminToken.Reveal(), API: api, Node: n.cfg.Node.ID, Logger: n.log,
+		Store: n.cfg.Store.Driver,
+		// Every full pass checks every app: three missed passes mean trouble.
+		StaleAfter: 3*n.cfg.Reaper.JobInterval.D() + time.Minute,
+	}
+	if n.cfg.Store.Driver == config.StoreValkey {
+		opts.Store += " at " + n.cfg.Store.Address
+	}
+	if n.parts.leader != nil {
+		capi := n.clusterAPI()
+		opts.HeldElsewhere = func(ctx context.Context) []dashboard.NodeHeld {
+			var out []dashboard.NodeHeld
+			for _, body := range capi.Gather(ctx, "/internal/local/held") {
+				var h dashboard.NodeHeld
+				if json.Unmarshal(body, &h) == nil {
+					out = append(out, h)
+				}
+			}
+			return out
+		}
+	}
+	return dashboard.New(opts)
 }
 
 // adminAPI is the authenticated part of the admin listener. In a cluster, writes
@@ -100,5 +138,7 @@ func (n *node) clusterAPI() *leader.API {
 		httpjson.Write(w, http.StatusOK, rep)
 	})
 	writes := (&reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}).Handler()
+	// What another node's dashboard shows of this one: the requests it holds.
+	local.Handle("GET /held", dashboard.HeldHandler(n.cfg.Node.ID, writes))
 	return &leader.API{Node: n.parts.leader, Asks: n.parts.job, Logger: n.log, Writes: writes, Local: local}
 }
