@@ -244,7 +244,7 @@ func holdWhy(h *reaper.KeepWarm) string {
 		s += ": " + h.Reason
 	}
 	if h.By != "" {
-		s += " (by " + h.By + ")"
+		s += ", set by " + h.By
 	}
 	return s
 }
