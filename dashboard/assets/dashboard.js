@@ -3,7 +3,8 @@
 //   session cookie), changes a status badge the moment an app's status changes,
 //   and then replaces the page's regions ([data-region]) with a fresh copy of the
 //   page. If the stream drops, the browser reconnects (with Last-Event-ID) and
-//   the page is read again meanwhile, every 10 s while the stream is down;
+//   the page is read again meanwhile, every 10 s while the stream is down (and
+//   every 15 s anyway, for what changes without an event: held requests);
 // - a dialog that confirms each action, which is then posted in the background
 //   (its outcome shows in the page, which stays where it is);
 // - the filter of the apps table as you type, and relative times that tick.
@@ -137,6 +138,9 @@
 		});
 	}
 	connect();
+	// Some things change without an event (held requests, last access): read
+	// the page again now and then while it is in view.
+	setInterval(function () { if (!doc.hidden) refresh(); }, 15000);
 
 	// Actions: confirmed in a dialog, then posted in the background.
 	function ask(question, detail) {
