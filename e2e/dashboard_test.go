@@ -136,6 +136,48 @@ func TestDashboard_InChromium(t *testing.T) {
 	darkMode(t, out)
 	navigate(t, out, base+"/")
 	shoot(t, out, shots, "login-dark")
+
+	withoutScript(t, b, base, shots)
+}
+
+// withoutScript signs in and wakes an app with JavaScript off: plain forms,
+// a confirmation page, the outcome on the app's page.
+func withoutScript(t *testing.T, b *chrometest.Browser, base, shots string) {
+	t.Helper()
+	pg := b.NewPage(t)
+	viewport(t, pg, 1280, 800)
+	if err := pg.Call("Emulation.setScriptExecutionDisabled", map[string]any{"value": true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// With scripts off, Eval still runs (DevTools' own evaluation), so clicks are made
+	// through the DOM, and each one navigates: wait for the next page.
+	submit := func(js, path string) {
+		t.Helper()
+		eval(t, pg, js)
+		pg.WaitFor(t, `document.readyState === "complete" && location.pathname === `+jsString(path), waitFor)
+	}
+	navigate(t, pg, base+"/apps/api")
+	eval(t, pg, `document.getElementById("token").value = `+jsString(dashToken))
+	submit(`document.querySelector("form").submit()`, "/apps/api")
+	if evalString(t, pg, `document.documentElement.className`) != "" {
+		t.Fatal("the dashboard's script ran with scripts off")
+	}
+	if evalString(t, pg, `getComputedStyle(document.getElementById("live")).display`) != "none" {
+		t.Error("the live updates indicator shows with scripts off")
+	}
+	submit(`document.querySelector("form[data-action=wake] button").click()`, "/apps/api/wake")
+	if q := evalString(t, pg, `document.querySelector("h1").textContent`); q != "Wake api now?" {
+		t.Errorf("the confirmation page asks %q", q)
+	}
+	shoot(t, pg, shots, "confirm-noscript-light")
+	submit(`document.querySelector("main form button[type=submit]").click()`, "/apps/api")
+	if msg := evalString(t, pg, `document.querySelector("#toast .flash.ok") ? document.querySelector("#toast .flash.ok").textContent : ""`); !strings.Contains(msg, "Wake asked for api") {
+		t.Errorf("after the confirmation the app's page says %q", msg)
+	}
+	testwait.For(t, waitFor, "api Up after a reload", func() bool {
+		navigate(t, pg, base+"/apps/api")
+		return evalString(t, pg, `document.querySelector("#r-head .bt").textContent`) == "Up"
+	})
 }
 
 // act submits the action's form, checks the dialog's question, and confirms.
