@@ -47,7 +47,7 @@ func runCluster(ctx context.Context, e *env) ([]verdict, error) {
 		rounds, asks = 2, 5
 	}
 	e.progressf("G: starting redis-server, the fake Clever Cloud with %d sleeping apps, and 3 reaper nodes", asks)
-	c, err := newBenchCluster(ctx, e, redisBin, asks)
+	c, err := newBenchCluster(ctx, e, redisBin, clusterSpec{dir: "cluster", apps: asks, route: clusterRoute})
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +84,7 @@ func runCluster(ctx context.Context, e *env) ([]verdict, error) {
 	}
 	r.warnings = map[string]int{}
 	for _, n := range c.Nodes {
-		for _, line := range n.P.Log.Problems() {
-			l, _ := clusterenv.ParseJSONLine(line)
-			r.warnings[l.Level+" "+strconv.Quote(l.Msg)]++
-		}
+		countProblems(r.warnings, n.P)
 	}
 	r.checked = true
 	return printG(e.out, r), nil
@@ -204,6 +201,14 @@ func countsLine(starts []int) string {
 		parts[i] = fmt.Sprintf("%d start(s) × %d app(s)", k, byCount[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// countProblems counts the warnings and errors p logged, by level and message.
+func countProblems(into map[string]int, p *clusterenv.Process) {
+	for _, line := range p.Log.Problems() {
+		l, _ := clusterenv.ParseJSONLine(line)
+		into[l.Level+" "+strconv.Quote(l.Msg)]++
+	}
 }
 
 // warningsLine writes the count of each warning, most frequent first: `none`, or

@@ -39,6 +39,7 @@ type heldAnswer struct {
 	status int
 	appOK  bool          // the body is the app's own answer (its id)
 	total  time.Duration // request written → answer read
+	at     time.Time     // when the answer was read, or the request failed
 	err    error
 }
 
@@ -117,11 +118,16 @@ func (c *benchCluster) waitStartCall(ctx context.Context, app string, timeout ti
 // …/applications/{app}/instances) of app.
 func startCallAt(calls []fakeclever.Call, app string) (time.Time, bool) {
 	for _, cl := range calls {
-		if cl.App == app && cl.Method == http.MethodPost && strings.HasSuffix(cl.Path, "/applications/"+app+"/instances") && cl.Status/100 == 2 {
+		if isStartCall(cl, app) && cl.Status/100 == 2 {
 			return cl.At, true
 		}
 	}
 	return time.Time{}, false
+}
+
+// isStartCall reports whether the call is a start of app, whatever its answer.
+func isStartCall(cl fakeclever.Call, app string) bool {
+	return cl.App == app && cl.Method == http.MethodPost && strings.HasSuffix(cl.Path, "/applications/"+app+"/instances")
 }
 
 // holdRequest sends an API request for the app behind host through gateway, sends
@@ -134,18 +140,19 @@ func holdRequest(ctx context.Context, hc *http.Client, gateway, host, app string
 	}}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, "http://"+gateway+"/", nil)
 	if err != nil {
-		return heldAnswer{err: err}
+		return heldAnswer{at: time.Now(), err: err}
 	}
 	req.Host = host
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "reaper-bench")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return heldAnswer{err: err}
+		return heldAnswer{at: time.Now(), err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	a := heldAnswer{status: resp.StatusCode, total: time.Since(sent), err: err}
+	now := time.Now()
+	a := heldAnswer{status: resp.StatusCode, total: now.Sub(sent), at: now, err: err}
 	var v struct {
 		AppID string `json:"app_id"`
 	}

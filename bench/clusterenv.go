@@ -31,17 +31,28 @@ type benchCluster struct {
 	*clusterenv.Cluster
 	e     *env
 	fake  *fakeclever.Fake
+	api   *slowAPI // nil without apiLatency
 	redis *clusterenv.Redis
 	apps  []string // the fake's app ids; app i is behind clusterHost(i)
 }
 
 func clusterHost(i int) string { return fmt.Sprintf("c%d.test", i) }
 
-// newBenchCluster starts redis-server, the fake with that many sleeping apps, and the
-// three nodes, and returns once every node serves. Every process is on the
+// clusterSpec is what a part's cluster is made of.
+type clusterSpec struct {
+	dir   string // under the bench's temporary directory: each part's nodes have their own Raft data
+	apps  int    // sleeping apps, app i behind clusterHost(i)
+	route func(i int, appID, edgeURL string) clusterenv.RouteConfig
+	// apiLatency, when not zero, puts a slowAPI with that latency per call
+	// between the nodes and the fake's API.
+	apiLatency time.Duration
+}
+
+// newBenchCluster starts redis-server, the fake with the spec's sleeping apps, and
+// the three nodes, and returns once every node serves. Every process is on the
 // cleanup stack; close stops them earlier.
-func newBenchCluster(ctx context.Context, e *env, redisBin string, apps int) (*benchCluster, error) {
-	dir := filepath.Join(e.tmp, "cluster")
+func newBenchCluster(ctx context.Context, e *env, redisBin string, spec clusterSpec) (*benchCluster, error) {
+	dir := filepath.Join(e.tmp, spec.dir)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
@@ -65,10 +76,20 @@ func newBenchCluster(ctx context.Context, e *env, redisBin string, apps int) (*b
 	params := clusterenv.Params{RedisAddr: c.redis.Addr, Secret: clusterenv.SecretToken("bench-cluster-"),
 		AdminToken: clusterenv.SecretToken("bench-admin-"), BridgeURL: c.fake.BridgeURL(), Token: token,
 		OwnerID: fakeclever.DefaultOrganisation}
-	for i := range apps {
+	if spec.apiLatency > 0 {
+		if c.api, err = newSlowAPI(c.fake.BridgeURL(), spec.apiLatency); err != nil {
+			return nil, err
+		}
+		if err := c.api.start(); err != nil {
+			return nil, err
+		}
+		e.clean.Push(c.api.close)
+		params.BridgeURL = c.api.url
+	}
+	for i := range spec.apps {
 		a := c.fake.AddApp(fakeclever.App{Name: fmt.Sprintf("bench-c%d", i), State: fakeclever.StateShouldBeDown, EdgeAddr: "127.0.0.1:0"})
 		c.apps = append(c.apps, a.ID)
-		params.Routes = append(params.Routes, clusterRoute(i, a.ID, c.fake.AppEdgeURL(a.ID)))
+		params.Routes = append(params.Routes, spec.route(i, a.ID, c.fake.AppEdgeURL(a.ID)))
 	}
 	nodes, err := clusterenv.LoopbackNodes(dir, clusterSize)
 	if err != nil {
@@ -106,6 +127,9 @@ func (c *benchCluster) close() {
 	}
 	if c.redis != nil {
 		c.redis.Stop()
+	}
+	if c.api != nil {
+		c.api.close()
 	}
 	if c.fake != nil {
 		c.fake.Close()

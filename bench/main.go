@@ -10,6 +10,7 @@
 //	F. one node holding 10,000 requests for a sleeping app: RSS, one start, every answer
 //	F2. the same with issue 10's Python app (listen backlog 5): peak RSS, release included
 //	G. a cluster of three nodes: leader failover, and a follower's ask to the leader's start call
+//	H. the same cluster's leader killed in the middle of a wake: the time to the held answers, one start
 //
 // Run it from the repository root: `make bench` (which builds bin/reaper and
 // bin/demoapp first) or `go run ./bench`. The exit status is 0 when every target
@@ -53,6 +54,7 @@ var parts = []struct {
 	{"held", "F", runHeld, nil},
 	{"python", "F2", runHeldPython, errNoPython},
 	{"cluster", "G", runCluster, errNoRedis},
+	{"leaderkill", "H", runLeaderKill, errNoRedis},
 }
 
 // options are the command line of the bench.
@@ -60,6 +62,7 @@ type options struct {
 	quick    bool
 	sections map[string]bool
 	profile  string
+	seed     uint64 // part H's kill schedule; 0: from the clock
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -73,10 +76,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	only := fs.String("only", strings.Join(names, ","), "the parts to run, comma-separated: "+strings.Join(described, ", "))
 	profile := fs.String("profile", "", "write a CPU profile of reaper under the 64-connection load of the reaper-plugin route to this `file` (builds a profiling reaper)")
+	seed := fs.Uint64("seed", 0, "the seed of part H's kill schedule, to replay one (0: a new one, printed)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
-	o := options{quick: *quick, sections: map[string]bool{}, profile: *profile}
+	o := options{quick: *quick, sections: map[string]bool{}, profile: *profile, seed: *seed}
 	for s := range strings.SplitSeq(*only, ",") {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(names, s) {

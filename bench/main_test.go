@@ -8,11 +8,11 @@ import (
 
 func TestParseOptions(t *testing.T) {
 	o, err := parseOptions(nil, io.Discard)
-	if err != nil || o.quick || len(o.sections) != 5 || !o.sections["python"] || !o.sections["cluster"] || o.profile != "" {
+	if err != nil || o.quick || len(o.sections) != 6 || !o.sections["python"] || !o.sections["cluster"] || !o.sections["leaderkill"] || o.profile != "" || o.seed != 0 {
 		t.Fatalf("defaults = %+v, %v", o, err)
 	}
-	o, err = parseOptions([]string{"-quick", "-only", "wake, held", "-profile", "/tmp/p"}, io.Discard)
-	if err != nil || !o.quick || !o.sections["wake"] || !o.sections["held"] || o.sections["awake"] || o.profile != "/tmp/p" {
+	o, err = parseOptions([]string{"-quick", "-only", "wake, held", "-profile", "/tmp/p", "-seed", "42"}, io.Discard)
+	if err != nil || !o.quick || !o.sections["wake"] || !o.sections["held"] || o.sections["awake"] || o.profile != "/tmp/p" || o.seed != 42 {
 		t.Fatalf("parsed %+v, %v", o, err)
 	}
 	if _, err := parseOptions([]string{"-only", "awake,speed"}, io.Discard); err == nil || !strings.Contains(err.Error(), `"speed"`) {

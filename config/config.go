@@ -46,6 +46,9 @@ type Node struct {
 	IdleTimeout conf.Duration `yaml:"idle_timeout"`
 	// MaxHeaderBytes bounds the size of a request's headers.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MetricsPublic serves /metrics on the admin listener without the admin
+	// token (for a Prometheus that cannot send one).
+	MetricsPublic bool `yaml:"metrics_public"`
 
 	trusted []netip.Prefix
 }

@@ -83,6 +83,10 @@ func New(opts Options) *Dashboard {
 	return d
 }
 
+// Paths are the patterns of the dashboard's pages on the admin listener (for
+// an http.ServeMux); every other path is the admin API's.
+var Paths = []string{"/{$}", "/login", "/logout", "/apps/", "/settings", "/dashboard.css", "/dashboard.js"}
+
 func (d *Dashboard) routes() {
 	m := d.mux
 	m.HandleFunc("GET /dashboard.css", serveAsset(cssAsset))
@@ -99,8 +103,8 @@ func (d *Dashboard) routes() {
 	}))
 }
 
-// Handler serves the dashboard's pages, sign-in and assets. Mount it at / of
-// the admin listener, beside the guarded /api/.
+// Handler serves the dashboard's pages, sign-in and assets: mount it on Paths
+// of the admin listener, and the guarded admin API on the rest.
 func (d *Dashboard) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

@@ -167,3 +167,22 @@ func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited
 func Retryable(err error) bool {
 	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) || errors.Is(err, ErrUnavailable)
 }
+
+// Pricer is implemented by drivers that know what an app costs while it runs,
+// for the savings reaper reports.
+type Pricer interface {
+	// Cost returns what the app costs while awake; fields the driver cannot tell
+	// are zero. It may read the platform (cached by the driver).
+	Cost(ctx context.Context, app App) (Cost, error)
+}
+
+// Cost is what an app costs while it runs.
+type Cost struct {
+	// PerHour is the price of an hour awake, in Currency; 0 when unknown.
+	PerHour  float64
+	Currency string
+	// MemoryBytes is the memory the app holds while awake (for the process
+	// driver, the resident memory of its process group when last measured);
+	// 0 when unknown.
+	MemoryBytes int64
+}

@@ -23,15 +23,36 @@ type GatewayOptions struct {
 	// (and X-Forwarded-Host) the gateway believes: for the client address, and to
 	// keep the forwarding chain sent to backends.
 	TrustedProxies []netip.Prefix
+	// Observer, when set, sees every request once it is over (metrics). It runs
+	// on the request's goroutine: it must be quick and must not block.
+	Observer RequestObserver
+}
+
+// RequestObserver sees each request once it is over.
+type RequestObserver interface {
+	ObserveRequest(RequestDone)
+}
+
+// RequestDone is a request that is over, as an Observer sees it.
+type RequestDone struct {
+	Route          string // the route's id, "" when none matched
+	Class, Outcome string // Exchange.Class and Exchange.Outcome
+	// Status is what the access log says: 499 when the client went away first,
+	// 101 for an upgrade.
+	Status int
+	// ByGateway: the gateway (or a plugin) answered, not a backend.
+	ByGateway bool
+	Duration  time.Duration
 }
 
 // Gateway is the http.Handler of the gateway listener: it matches the request to a
 // route of the current Router, runs the route's plugin chain and proxies the
 // request to the route's backend. Safe for concurrent use.
 type Gateway struct {
-	router  atomic.Pointer[Router]
-	log     *slog.Logger
-	trusted []netip.Prefix
+	router   atomic.Pointer[Router]
+	log      *slog.Logger
+	trusted  []netip.Prefix
+	observer RequestObserver
 
 	parking  atomic.Pointer[connQueue] // nil until EnableParking
 	parkN    atomic.Int64              // requests parked, or in a step that may park them
@@ -50,7 +71,7 @@ func NewGateway(opts GatewayOptions) *Gateway {
 	if opts.Node != "" {
 		log = log.With("node", opts.Node)
 	}
-	return &Gateway{log: log, trusted: opts.TrustedProxies}
+	return &Gateway{log: log, trusted: opts.TrustedProxies, observer: opts.Observer}
 }
 
 // Swap makes r the router of new requests and returns the previous one (nil the
@@ -338,7 +359,7 @@ func (g *Gateway) end(st *state) {
 	}
 	st.finish()
 	st.body.close()
-	g.logAccess(st, abort)
+	g.done(st, abort)
 	if abort {
 		panic(http.ErrAbortHandler)
 	}
@@ -363,25 +384,40 @@ func (st *state) finish() {
 // the response was complete (nginx's convention).
 const statusClientGone = 499
 
-func (g *Gateway) logAccess(st *state, aborted bool) {
+// done tells the observer and the access log that the request is over.
+func (g *Gateway) done(st *state, aborted bool) {
+	status := st.finalStatus(aborted)
+	route := ""
+	if st.ex.Route != nil {
+		route = st.ex.Route.ID
+	}
+	if g.observer != nil {
+		g.observer.ObserveRequest(RequestDone{Route: route, Class: st.ex.Class, Outcome: st.ex.Outcome, Status: status,
+			ByGateway: st.upstream == "" || st.upstream == upstreamGateway, Duration: time.Since(st.ex.Start)})
+	}
+	g.logAccess(st, route, status)
+}
+
+// finalStatus is the status a request ended with, as the access log says it.
+func (st *state) finalStatus(aborted bool) int {
+	req := st.ex.Request
+	switch {
+	case st.rec.hijacked:
+		return http.StatusSwitchingProtocols
+	case st.clientGone && !st.rec.wrote, req.Context().Err() != nil && (!st.rec.wrote || aborted):
+		return statusClientGone
+	case !st.rec.wrote:
+		return http.StatusOK // what the server sends for a handler that wrote nothing
+	}
+	return st.rec.status
+}
+
+func (g *Gateway) logAccess(st *state, route string, status int) {
 	ctx := context.Background()
 	if !g.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	req := st.ex.Request
-	status := st.rec.status
-	switch {
-	case st.rec.hijacked:
-		status = http.StatusSwitchingProtocols
-	case st.clientGone && !st.rec.wrote, req.Context().Err() != nil && (!st.rec.wrote || aborted):
-		status = statusClientGone
-	case !st.rec.wrote:
-		status = http.StatusOK // what the server sends for a handler that wrote nothing
-	}
-	route := ""
-	if st.ex.Route != nil {
-		route = st.ex.Route.ID
-	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "access",
 		slog.String("request_id", st.ex.ID),
 		slog.String("route", route),

@@ -191,7 +191,7 @@ func (st *state) abandoned() {
 	st.clientGone = true
 	st.finish()
 	st.body.close()
-	st.g.logAccess(st, false)
+	st.g.done(st, false)
 }
 
 // carrier is the request the server reads first on a handed-back connection. Only

@@ -143,6 +143,11 @@ type Exchange struct {
 	Start time.Time
 	// Logger carries the request id and route id.
 	Logger *slog.Logger
+	// Class and Outcome label the request for the gateway's Observer (metrics):
+	// what kind of request a plugin took it for, and how it was answered when
+	// not simply proxied. Plugins set them to constant strings; empty means
+	// unknown (Class) or proxied, or the gateway's own error (Outcome).
+	Class, Outcome string
 
 	values map[any]any
 	done   []func()

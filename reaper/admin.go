@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/httpjson"
+	"github.com/reapergw/reaper/paas"
 )
 
 // AdminAPI serves the reaper part of the admin API (behind the admin token, which
@@ -24,6 +25,8 @@ import (
 //	DELETE /api/apps/{id}/_hold         end the hold now
 //	POST /api/apps/{id}/_reset          an app in Error (or any) back to WaitingForInit
 //	GET  /api/events                    server-sent events: changes of status, holds, actions, wakes
+//	GET  /api/savings                   what sleeping saved, per app and in total (savings.go)
+//	GET  /api/apps/{id}/savings         one app's
 //
 // Actions take an optional JSON body {"by": "…"} (or ?by=), who does it, kept in
 // the app's history.
@@ -37,6 +40,9 @@ type AdminAPI struct {
 	// (in a cluster; nil on a single node). Nodes that cannot be reached are
 	// left out.
 	AwakeElsewhere func(ctx context.Context, appID string) []AwakeReport
+	// Pricer prices the savings (the platform driver, when it is one); nil
+	// prices nothing: the time asleep is still counted.
+	Pricer paas.Pricer
 }
 
 // Handler returns the API's routes on a new mux.
@@ -54,6 +60,8 @@ func (a *AdminAPI) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/apps/{id}/_hold", a.release)
 	mux.HandleFunc("POST /api/apps/{id}/_reset", a.reset)
 	mux.HandleFunc("GET /api/events", a.eventStream)
+	mux.HandleFunc("GET /api/savings", a.savings)
+	mux.HandleFunc("GET /api/apps/{id}/savings", a.appSavings)
 	mux.HandleFunc("GET /api/settings", a.getSettings)
 	mux.HandleFunc("PUT /api/settings", a.putSettings)
 	return mux

@@ -71,7 +71,7 @@ type refusal struct {
 // reports whether the change was written, with the new record.
 func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f func(rec *Record, now time.Time) *refusal) (Record, bool) {
 	ctx := r.Context()
-	lock, err := a.Store.Lock(ctx, id, 0, 10*time.Second)
+	lock, err := a.lock(ctx, id)
 	if errors.Is(err, ErrLocked) {
 		httpjson.Error(w, http.StatusConflict, "the app is being decided on right now; try again")
 		return Record{}, false
@@ -110,6 +110,30 @@ func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f f
 	unlock() // before the look: the job must find the lock free
 	a.Engine.asks.look(ctx, id)
 	return next, true
+}
+
+// lockWait is how long an action waits for the app's lock: the job holds it for
+// one look (an observation, perhaps a platform call), which the action just
+// before may well have asked for.
+const lockWait = 5 * time.Second
+
+// lock takes the app's lock for an operator (term 0, never taken over),
+// waiting up to lockWait while another holder has it.
+func (a *AdminAPI) lock(ctx context.Context, id string) (Lock, error) {
+	deadline := time.Now().Add(lockWait)
+	wait := 10 * time.Millisecond
+	for {
+		lock, err := a.Store.Lock(ctx, id, 0, 10*time.Second)
+		if !errors.Is(err, ErrLocked) || time.Now().Add(wait).After(deadline) {
+			return lock, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }
 
 // event adds an operator's action to the app's history and the node's events;

@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -169,4 +170,37 @@ func TestSleepRefusal(t *testing.T) {
 			t.Errorf("%s: %+v, want 409 saying %q", c.name, got, c.refuse)
 		}
 	}
+}
+
+// An action waits a moment for the job's lock rather than refusing at once, and
+// says so when the lock stays taken.
+func TestAdminAPI_ActionsWaitForTheJobsLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("app"), "")
+		e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
+		lock, err := e.store.Lock(t.Context(), "app", 1, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(time.Second) // the job's look takes a second
+			lock.Release(context.Background())
+		}()
+		if code, body, _ := call(t, h, "POST", "/api/apps/app/_hold", `{"duration": "1h"}`); code != 200 {
+			t.Fatalf("hold while the job looks: %d %v; want it done once the lock is free", code, body)
+		}
+		settle()
+		if _, err := e.store.Lock(t.Context(), "app", 1, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		code, body, _ := call(t, h, "DELETE", "/api/apps/app/_hold", "")
+		if code != 409 || time.Since(start) < lockWait-time.Second || !strings.Contains(body["error"].(string), "try again") {
+			t.Fatalf("release while the lock stays taken: %d %v after %v; want 409 after about %v", code, body, time.Since(start), lockWait)
+		}
+	})
 }

@@ -37,6 +37,9 @@ func answer(ex *plugin.Exchange, code int, st Status, body map[string]any) *plug
 // answer gives the gateway's answer for a reply that does not forward the
 // request at once (see answerFor); replyHold holds it, then forwards it.
 func (p *Plugin) answer(ex *plugin.Exchange, r reply, st Status) (*plugin.Answer, error) {
+	if r != replyHold {
+		ex.Outcome = outcomeOf[r]
+	}
 	switch r {
 	case replyStatus:
 		return p.statusAnswer(ex, st), nil
@@ -52,6 +55,50 @@ func (p *Plugin) answer(ex *plugin.Exchange, r reply, st Status) (*plugin.Answer
 		return p.holdThenAdmit(ex)
 	}
 	return nil, fmt.Errorf("reaper: no answer for the reply %s", r)
+}
+
+// The outcomes of answers given in the app's place (plugin.Exchange.Outcome),
+// as metrics label them.
+const (
+	OutcomeStatus          = "status"
+	OutcomeMonitoring      = "monitoring"
+	OutcomeWaitingPage     = "waiting_page"
+	OutcomeUnavailable     = "unavailable"
+	OutcomeHeldThenProxied = "held_then_proxied"
+	OutcomeTimeout         = "timeout"
+	OutcomeTooManyHeld     = "too_many_held"
+	OutcomeError           = "error"
+	OutcomeClientClosed    = "client_closed"
+)
+
+var outcomeOf = [...]string{replyStatus: OutcomeStatus, replyPoll: OutcomeStatus, replyMonitoring: OutcomeMonitoring,
+	replyWaitingPage: OutcomeWaitingPage, replyUnavailable: OutcomeUnavailable, replyForward: "", replyForwardQuiet: "", replyHold: ""}
+
+// WellKnownStatusPath is answered by reaper itself on every host it manages, for
+// uptime monitors that cannot send a header: the app's status, never a wake and
+// never traffic. 200 while the app is up or asleep on purpose, 503 in Error.
+const WellKnownStatusPath = "/.well-known/reaper/status"
+
+func (p *Plugin) wellKnownStatus(ex *plugin.Exchange) *plugin.Answer {
+	ex.Class, ex.Outcome = kindNames[kindMonitor], OutcomeStatus
+	r := ex.Request
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		a := plugin.JSONAnswer(http.StatusMethodNotAllowed, map[string]any{"error": WellKnownStatusPath + " answers GET and HEAD only"})
+		a.Header.Set("Allow", "GET, HEAD")
+		return a
+	}
+	st := p.app.status()
+	code := http.StatusOK
+	if st == StatusError {
+		code = http.StatusServiceUnavailable
+	}
+	body := map[string]any{"app_id": p.app.id, "status": string(st), "asleep": st.Asleep(), "monitoring": true}
+	if rec, ok := p.engine.Record(p.app.id); ok && st.Asleep() {
+		body["asleep_since"] = rec.LastStatusUpdate
+	}
+	a := answer(ex, code, st, body)
+	a.Header.Del("Retry-After")
+	return a
 }
 
 func (p *Plugin) statusAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {

@@ -39,6 +39,8 @@ type EngineOptions struct {
 	// MaxHeld bounds the requests held on this node for all apps together (each
 	// app is also bounded by its routes' max_held); 0 means no node-wide bound.
 	MaxHeld int
+	// Observer is told what the engine and its job do (metrics); nil: nothing.
+	Observer Observer
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their
@@ -47,12 +49,13 @@ type EngineOptions struct {
 // of a request for an awake app waits on I/O: records are cached, traffic is
 // flushed in the background.
 type Engine struct {
-	opts   EngineOptions
-	store  Store
-	log    *slog.Logger
-	asks   *wakeAsks
-	holds  *holds
-	events eventLog
+	opts     EngineOptions
+	store    Store
+	log      *slog.Logger
+	asks     *wakeAsks
+	holds    *holds
+	events   eventLog
+	observer Observer
 
 	mu   sync.RWMutex
 	apps map[string]*app
@@ -120,6 +123,10 @@ func NewEngine(opts EngineOptions) *Engine {
 		asks:     &wakeAsks{store: opts.Store, interval: opts.AskInterval, ttl: opts.AskTTL, log: opts.Logger},
 	}
 	e.holds = newHolds(e, opts.PollInterval, opts.MaxHeld, opts.Logger)
+	e.observer = opts.Observer
+	if e.observer == nil {
+		e.observer = noObserver{}
+	}
 	return e
 }
 

@@ -137,6 +137,8 @@ func (e *Engine) wakeAnswered(a *app, now time.Time) {
 	t := Transition{AppID: a.id, From: rec.Status, To: rec.Status, At: now, Kind: EventWake, Node: e.opts.Node, Phases: &w,
 		Cause: "first held request answered"}
 	e.events.publish(t, w.Total().Seconds())
+	e.observer.WakePhase(a.id, PhaseFirstAnswer, now.Sub(w.UpAt))
+	e.observer.WakePhase(a.id, "total", w.Total())
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -103,6 +103,10 @@ func resumedHold(ex *plugin.Exchange) *parkedHold {
 // afterHold answers for a hold's result; done false means hold again (the app
 // was put back to sleep between its release and now).
 func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.Answer, done bool) {
+	if res != holdGone && res != holdReady && res != holdParked {
+		p.engine.observer.HeldWait(p.app.id, time.Since(ex.Start))
+	}
+	ex.Outcome = holdOutcomes[res]
 	switch res {
 	case holdReleased, holdReady:
 		if _, admitted := p.admit(ex); !admitted {

@@ -79,6 +79,11 @@ const (
 	holdParked                     // the request waits off its goroutine (plugin.ErrParked)
 )
 
+// holdOutcomes labels a request by how its hold ended (plugin.Exchange.Outcome).
+var holdOutcomes = [...]string{holdReleased: OutcomeHeldThenProxied, holdReady: "", holdFailed: OutcomeError,
+	holdTimedOut: OutcomeTimeout, holdGone: OutcomeClientClosed, holdTooMany: OutcomeTooManyHeld,
+	holdShutdown: OutcomeUnavailable, holdParked: ""}
+
 // A holder is one request waiting for its app.
 type holder struct {
 	readyDelay time.Duration

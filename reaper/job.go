@@ -171,11 +171,18 @@ func (j *Job) load(ctx context.Context, apps []paas.App, batch bool) (*passData,
 	if pd.asks, err = j.opts.Store.WakeAsks(ctx); err != nil {
 		return nil, fmt.Errorf("reading wake asks: %w", err)
 	}
+	for _, a := range apps {
+		n := 0
+		if _, asked := pd.asks[a.ID]; asked {
+			n = 1
+		}
+		j.observer().AsksPending(a.ID, n)
+	}
 	if pd.settings, err = j.opts.Store.Settings(ctx); err != nil {
 		return nil, fmt.Errorf("reading settings: %w", err)
 	}
 	if b, ok := j.opts.PaaS.(paas.BatchObserver); ok && batch && len(apps) > 0 {
-		if pd.obs, err = b.ObserveAll(ctx, apps); err != nil {
+		if err = j.timed("observe_all", func() (err error) { pd.obs, err = b.ObserveAll(ctx, apps); return err }); err != nil {
 			return nil, fmt.Errorf("observing apps: %w", err)
 		}
 	}

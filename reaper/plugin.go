@@ -98,7 +98,12 @@ func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 		}
 		return p.holdThenAdmit(ex)
 	}
-	return p.respond(ex, p.classify(ex.Request), p.app.status())
+	if ex.Request.URL.Path == WellKnownStatusPath {
+		return p.wellKnownStatus(ex), nil
+	}
+	k := p.classify(ex.Request)
+	ex.Class = kindNames[k]
+	return p.respond(ex, k, p.app.status())
 }
 
 // respond answers ex, a request of kind k for an app last seen in status st, by
@@ -208,6 +213,7 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 	}
 	var ans *plugin.Answer
 	if v.reply == replyHold || v.reply == replyUnavailable {
+		ex.Outcome = OutcomeUnavailable
 		ans = p.unavailableAnswer(ex, st)
 		ans.Header.Set("Retry-After", "5")
 	} else {

@@ -405,3 +405,31 @@ func TestNewMemStore_DirectoryCannotBeCreated(t *testing.T) {
 		t.Fatal("NewMemStore under a regular file returned no error")
 	}
 }
+
+// An operator's hold, its history entry and an app's savings outlive a restart
+// of a single node: they are in the state file.
+func TestStateFile_RestartKeepsHoldsEventsAndSavings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	s := newMemStore(t, reaper.MemStoreOptions{Path: path})
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Second)
+	hold := &reaper.KeepWarm{Until: now.Add(6 * time.Hour), Reason: "nightly backup", By: "ops", Since: now}
+	rec := reaper.Record{AppID: "a", Status: reaper.StatusUp, LastStatusUpdate: now, Hold: hold,
+		Saved: &reaper.SavedTime{AllTimeSeconds: 7200, Day: "2026-12-01", DaySeconds: 60, Month: "2026-12", MonthSeconds: 120}, MemoryBytes: 1 << 30}
+	mustPut(t, s, rec)
+	if err := s.AddEvent(ctx, reaper.Transition{AppID: "a", From: reaper.StatusUp, To: reaper.StatusUp, At: now, Kind: reaper.EventHold, By: "ops", Hold: hold}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := reopen(t, path)
+	got, _, err := r.Record(ctx, "a")
+	if err != nil || got.Hold == nil || *got.Hold != *hold || got.Saved == nil || *got.Saved != *rec.Saved || got.MemoryBytes != 1<<30 {
+		t.Fatalf("after a restart: %+v (hold %+v, saved %+v), %v; want the hold and the savings", got, got.Hold, got.Saved, err)
+	}
+	hist, total, _ := r.History(ctx, "a", 0, 10)
+	if total != 2 || hist[0].Kind != reaper.EventHold || hist[0].By != "ops" || hist[0].Hold == nil {
+		t.Fatalf("history after a restart: %+v; want the hold event on top", hist)
+	}
+}

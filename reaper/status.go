@@ -103,6 +103,13 @@ type Record struct {
 	SleepAsk *SleepAsk `json:"sleep_ask,omitempty"`
 	// Wake times the current or last wake, phase by phase.
 	Wake *WakeTimes `json:"wake,omitempty"`
+	// SavingSince is when reaper's stop put the app Down, while it stays Down;
+	// Saved sums the closed stretches (see savings.go).
+	SavingSince time.Time  `json:"saving_since,omitzero"`
+	Saved       *SavedTime `json:"saved,omitempty"`
+	// MemoryBytes is what the app held when reaper last put it to sleep, as the
+	// driver measured or knows it (0: unknown).
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 
 	// Term is the Raft term of the leader that wrote the record (0 on a single
 	// node). A store refuses to replace a record with one of an older term.

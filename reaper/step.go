@@ -121,7 +121,8 @@ func (j *Job) observe(ctx context.Context, term uint64, t target, rec Record, pd
 			return Input{}, false
 		}
 	}
-	dep, err := rd.LastDeployment(ctx, t.app)
+	var dep *paas.Deployment
+	err := j.timed("last_deployment", func() (err error) { dep, err = rd.LastDeployment(ctx, t.app); return err })
 	if err != nil {
 		j.apiErr.log(j.log, "reading an app's last deployment failed; trying again at the next tick", fmt.Errorf("%s: %w", t.app.ID, err))
 		return Input{}, false
@@ -140,7 +141,8 @@ func (j *Job) observe(ctx context.Context, term uint64, t target, rec Record, pd
 
 // observeApp asks the platform about the app; false when it could not say.
 func (j *Job) observeApp(ctx context.Context, term uint64, t target, rec Record, now time.Time) (paas.Observation, bool) {
-	obs, err := j.opts.PaaS.Observe(ctx, t.app)
+	var obs paas.Observation
+	err := j.timed("observe", func() (err error) { obs, err = j.opts.PaaS.Observe(ctx, t.app); return err })
 	if err != nil {
 		j.observeFailed(ctx, term, rec, err, now)
 		return paas.Observation{}, false
@@ -300,7 +302,13 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 	if !j.verify(ctx) || !lock.stillOurs(ctx) {
 		return // the next leader sees a stop never sent, and decides again
 	}
-	err := j.opts.PaaS.Stop(ctx, t.app)
+	if pr, ok := j.opts.PaaS.(paas.Pricer); ok { // the memory it held awake, for the savings
+		var c paas.Cost
+		if err := j.timed("cost", func() (err error) { c, err = pr.Cost(ctx, t.app); return err }); err == nil && c.MemoryBytes > 0 {
+			next.MemoryBytes = c.MemoryBytes
+		}
+	}
+	err := j.timed("stop", func() error { return j.opts.PaaS.Stop(ctx, t.app) })
 	if err != nil && !errors.Is(err, paas.ErrNotShutdownable) && paas.Retryable(err) {
 		j.log.Warn("stopping an app failed; it stays up and is looked at again", "app", t.app.ID, "err", err)
 	}
@@ -308,6 +316,11 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 	j.write(ctx, next, &after)
 	if err == nil {
 		j.log.Info("app put to sleep", "app", t.app.ID, "cause", next.Cause)
+		cause := "idle"
+		if prev.SleepAsk.Pending(prev) {
+			cause = "operator"
+		}
+		j.observer().Slept(t.app.ID, cause)
 	}
 }
 
@@ -339,7 +352,8 @@ func (j *Job) start(ctx context.Context, lock *heldLock, t target, prev, next Re
 	// A start sent to an app that is up restarts it on some platforms: whatever
 	// the pass observed (a batch read may be seconds old), ask the platform again
 	// right before, and start only an app it says is down.
-	obs, err := j.opts.PaaS.Observe(ctx, t.app)
+	var obs paas.Observation
+	err := j.timed("observe", func() (err error) { obs, err = j.opts.PaaS.Observe(ctx, t.app); return err })
 	if err != nil {
 		j.apiErr.log(j.log, "observing an app before starting it failed; trying again at the next tick", fmt.Errorf("%s: %w", t.app.ID, err))
 		return
@@ -352,11 +366,12 @@ func (j *Job) start(ctx context.Context, lock *heldLock, t target, prev, next Re
 	if !j.verify(ctx) || !j.write(ctx, prev, &next) || !lock.stillOurs(ctx) {
 		return // a newer leader finds the start not known to be accepted, and resolves it
 	}
-	err = j.opts.PaaS.Start(ctx, t.app)
+	err = j.timed("start", func() error { return j.opts.PaaS.Start(ctx, t.app) })
 	after, served := afterStart(next, err, j.opts.Now())
 	switch {
 	case err == nil:
 		j.log.Info("app woken", "app", t.app.ID, "cause", next.Cause)
+		j.observer().Woke(t.app.ID, wakeCauseLabel(next.Cause))
 	case !served:
 		j.log.Warn("starting an app failed; trying again at the next tick", "app", t.app.ID, "err", err)
 	}
@@ -385,6 +400,7 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 	// Each write gets the next revision, by which nodes order the records they
 	// see whatever the clocks say.
 	next.Revision = prev.Revision + 1
+	*next = accountSleep(prev, *next)
 	if err := j.opts.Store.PutRecord(ctx, *next); err != nil {
 		if errors.Is(err, ErrStaleTerm) {
 			j.log.Warn("a newer leader owns this app's record; leaving it", "app", next.AppID)
@@ -402,6 +418,9 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 			Node: j.opts.Engine.opts.Node, Phases: next.Wake, Cause: "the platform reports it up"}
 		if err := j.opts.Store.AddEvent(ctx, ev); err != nil {
 			j.apiErr.log(j.log, "adding a wake's phases to the history failed", err)
+		}
+		for _, ph := range next.Wake.Durations() {
+			j.observer().WakePhase(next.AppID, ph.Phase, time.Duration(ph.Seconds*float64(time.Second)))
 		}
 	}
 	if prev.Status != next.Status { // the store wrote its history entry with it

@@ -109,3 +109,13 @@ func (e *Engine) sweep() {
 		}
 	}
 }
+
+// Held is how many requests wait for the app on this node now, and InFlight how
+// many requests and connections pass through to it.
+func (e *Engine) Held(appID string) (held, inFlight int) {
+	a := e.app(appID)
+	if a == nil {
+		return 0, 0
+	}
+	return int(a.held.Load()), int(a.inFlight.Load())
+}

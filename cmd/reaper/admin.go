@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/reapergw/reaper/config"
@@ -13,18 +12,24 @@ import (
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/leader"
+	"github.com/reapergw/reaper/metrics"
+	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/reaper"
 )
 
 // adminHandler serves the admin listener: /healthz and /readyz for anyone (load
 // balancers, orchestrators), /internal/ for the other nodes of a cluster (signed
 // with the cluster secret, and with cluster.tls from a client certificate of the
-// cluster's CA; nil on a single node), /api/ only with the admin token (or a
-// dashboard session), and everything else is the dashboard, which sends a
-// browser that is not signed in to its sign-in form. Without an admin token,
-// only health answers.
-func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handler, dash *dashboard.Dashboard) http.Handler {
+// cluster's CA; nil on a single node), /metrics for anyone when metricsPublic,
+// the dashboard's pages (dashboard.Paths), which send a browser that is not
+// signed in to their sign-in form, and everything else, the admin API, only
+// with the admin token (or a dashboard session). Without an admin token, only
+// health (and public metrics) answer.
+func adminHandler(token conf.Secret, ready *readiness, api, internal, metrics http.Handler, metricsPublic bool, dash *dashboard.Dashboard) http.Handler {
 	mux := http.NewServeMux()
+	if metricsPublic {
+		mux.Handle("GET /metrics", metrics)
+	}
 	if internal != nil {
 		mux.Handle("/internal/", internal)
 	}
@@ -47,14 +52,11 @@ func adminHandler(token conf.Secret, ready *readiness, api, internal http.Handle
 		})
 		return mux
 	}
-	guarded, pages := dash.Guard(api), dash.Handler()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") {
-			guarded.ServeHTTP(w, r)
-			return
-		}
-		pages.ServeHTTP(w, r)
-	})
+	pages := dash.Handler()
+	for _, p := range dashboard.Paths {
+		mux.Handle(p, pages)
+	}
+	mux.Handle("/", dash.Guard(api))
 	return mux
 }
 
@@ -95,7 +97,7 @@ func (n *node) dashboard(api http.Handler) *dashboard.Dashboard {
 // every node's counters.
 func (n *node) adminAPI() http.Handler {
 	mux := http.NewServeMux()
-	admin := &reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}
+	admin := n.adminOf()
 	api := admin.Handler()
 	if n.parts.leader != nil {
 		capi := n.clusterAPI()
@@ -118,6 +120,8 @@ func (n *node) adminAPI() http.Handler {
 	mux.Handle("/api/apps/", api)
 	mux.Handle("/api/settings", api)
 	mux.Handle("/api/events", api)
+	mux.Handle("/api/savings", api)
+	mux.Handle("GET /metrics", n.parts.metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)
 	})
@@ -137,8 +141,25 @@ func (n *node) clusterAPI() *leader.API {
 		}
 		httpjson.Write(w, http.StatusOK, rep)
 	})
-	writes := (&reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}).Handler()
+	writes := n.adminOf().Handler()
 	// What another node's dashboard shows of this one: the requests it holds.
 	local.Handle("GET /held", dashboard.HeldHandler(n.cfg.Node.ID, writes))
 	return &leader.API{Node: n.parts.leader, Asks: n.parts.job, Logger: n.log, Writes: writes, Local: local}
+}
+
+// adminOf is the node's reaper admin API, pricing savings with the driver when
+// it can.
+func (n *node) adminOf() *reaper.AdminAPI {
+	pricer, _ := n.parts.driver.(paas.Pricer)
+	return &reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store, Pricer: pricer}
+}
+
+// watchMetrics registers the collectors that read the node at scrape time.
+func (n *node) watchMetrics() {
+	pricer, _ := n.parts.driver.(paas.Pricer)
+	mn := metrics.Node{Engine: n.parts.engine, Pricer: pricer, Parked: n.gateway.Parked}
+	if l := n.parts.leader; l != nil {
+		mn.Raft = func() (bool, uint64) { return l.IsLeader(), l.Term() }
+	}
+	n.parts.metrics.WatchNode(mn)
 }

@@ -20,7 +20,7 @@ func TestAdminHandler_DashboardBesideTheGuardedAPI(t *testing.T) {
 	ready := &readiness{}
 	ready.set(true)
 	dash := dashboard.New(dashboard.Options{Token: token, API: api, Node: "n1"})
-	h := adminHandler(conf.Secret(token), ready, api, nil, dash)
+	h := adminHandler(conf.Secret(token), ready, api, nil, nil, false, dash)
 	get := func(path string, header ...string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", path, nil)
 		for i := 0; i+1 < len(header); i += 2 {
@@ -53,7 +53,7 @@ func TestAdminHandler_DashboardBesideTheGuardedAPI(t *testing.T) {
 	}
 
 	// Without a token: health only.
-	off := adminHandler("", ready, api, nil, nil)
+	off := adminHandler("", ready, api, nil, nil, false, nil)
 	for _, path := range []string{"/", "/login", "/api/apps"} {
 		w := httptest.NewRecorder()
 		off.ServeHTTP(w, httptest.NewRequest("GET", path, nil))

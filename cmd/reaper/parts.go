@@ -12,6 +12,7 @@ import (
 	"github.com/reapergw/reaper/config"
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/leader"
+	"github.com/reapergw/reaper/metrics"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/process"
@@ -35,6 +36,7 @@ type parts struct {
 	// clusterTLS is the cluster's mutual TLS, which the admin listener serves
 	// too; nil without cluster.tls.
 	clusterTLS *leader.TLS
+	metrics    *metrics.Metrics
 	log        *slog.Logger
 
 	closers []func() error
@@ -44,7 +46,7 @@ type parts struct {
 // buildParts builds the parts in order, each step from what the previous ones
 // built. When a step fails, what the earlier steps opened is closed again.
 func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *parts, err error) {
-	p := &parts{log: logger}
+	p := &parts{log: logger, metrics: metrics.New(string(cfg.PaaS.Driver))}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -89,6 +91,7 @@ func (p *parts) openStore(ctx context.Context, cfg *config.Config) error {
 			TLS:      cfg.Store.TLS,
 			Prefix:   cfg.Store.Prefix,
 			Logger:   p.log.With("part", "store"),
+			OnError:  p.metrics.StoreError,
 		})
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
@@ -129,6 +132,7 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		ReadyDelay: 3 * time.Second,
 		GuessAppID: config.GuessAppID,
 		MaxHeld:    nodeMaxHeld(cfg.Reaper.MaxHeld),
+		Observer:   p.metrics,
 	}
 	switch cfg.PaaS.Driver {
 	case config.DriverProcess:

@@ -180,8 +180,10 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ 
 		Logger:         logger,
 		Node:           cfg.Node.ID,
 		TrustedProxies: cfg.Node.TrustedProxiesPrefixes(),
+		Observer:       n.parts.metrics,
 	})
 	n.gateway.Swap(router)
+	n.watchMetrics()
 
 	gwLn, err := net.Listen("tcp", cfg.Node.Listen)
 	if err != nil {
@@ -249,7 +251,8 @@ func (n *node) serveGateway(ln net.Listener, tlsConfig *tls.Config) {
 func (n *node) serveAdmin(ln net.Listener) {
 	api := n.adminAPI()
 	n.admin = &http.Server{
-		Handler:           adminHandler(n.cfg.Node.AdminToken, n.ready, api, n.internal(), n.dashboard(api)),
+		Handler: adminHandler(n.cfg.Node.AdminToken, n.ready, api, n.internal(), n.parts.metrics.Handler(),
+			n.cfg.Node.MetricsPublic, n.dashboard(api)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

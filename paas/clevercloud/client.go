@@ -89,6 +89,7 @@ type Client struct {
 	gateWait            time.Duration
 
 	owners ownerCache
+	costs  costCache
 
 	mu           sync.Mutex
 	shutdownable map[string]bool // app id → deployment.shutdownable, as last read
@@ -189,6 +190,7 @@ type jsonApp struct {
 		MinFlavor    struct {
 			Name    string `json:"name"`
 			PriceID string `json:"price_id"`
+			Mem     int    `json:"mem"` // MiB
 		} `json:"minFlavor"`
 		MaxFlavor struct {
 			Name    string `json:"name"`

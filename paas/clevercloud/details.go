@@ -21,6 +21,7 @@ type Details struct {
 	// Flavor is the size of one instance (minFlavor.name, e.g. "XS"); PriceID is
 	// its slug in the price system (e.g. "apps.XS").
 	Flavor, PriceID            string
+	MemoryMiB                  int // of one instance of Flavor
 	MinInstances, MaxInstances int
 	// VHosts are the app's domains, without the trailing slash the API writes.
 	VHosts []string
@@ -40,7 +41,7 @@ func (c *Client) Details(ctx context.Context, app paas.App) (Details, error) {
 		owner, _ = c.owners.get(app.ID)
 	}
 	d := Details{ID: j.ID, Name: j.Name, Owner: owner, Zone: j.Zone, Flavor: j.Instance.MinFlavor.Name,
-		PriceID: j.Instance.MinFlavor.PriceID, MinInstances: j.Instance.MinInstances,
+		PriceID: j.Instance.MinFlavor.PriceID, MemoryMiB: j.Instance.MinFlavor.Mem, MinInstances: j.Instance.MinInstances,
 		MaxInstances: j.Instance.MaxInstances, Shutdownable: j.Deployment.Shutdownable == nil || *j.Deployment.Shutdownable}
 	for _, v := range j.VHosts {
 		if h := strings.TrimSuffix(strings.TrimSpace(v.FQDN), "/"); h != "" {

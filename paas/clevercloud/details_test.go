@@ -18,7 +18,7 @@ func TestClient_DetailsAndPrices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Details{ID: a.ID, Name: "shop", Owner: orga, Zone: "rbx", Flavor: "M", PriceID: "apps.M",
+	want := Details{ID: a.ID, Name: "shop", Owner: orga, Zone: "rbx", Flavor: "M", PriceID: "apps.M", MemoryMiB: 4096,
 		MinInstances: 1, MaxInstances: 1, VHosts: []string{fakeclever.DefaultDomain(a.ID), "shop.example.com"}, Shutdownable: true}
 	if fmt.Sprint(d) != fmt.Sprint(want) {
 		t.Errorf("details\n%+v\nwant\n%+v", d, want)
@@ -56,6 +56,47 @@ func TestParseISODuration(t *testing.T) {
 	for _, bad := range []string{"", "P", "PT", "P1M", "1H", "PT0S", "P1Y"} {
 		if _, ok := parseISODuration(bad); ok {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// An app's cost: its flavour's hourly price in its zone times its instances,
+// its memory the flavour's; both reads cached.
+func TestClient_CostPricesTheFlavourAndCaches(t *testing.T) {
+	e := newEnv(t, fakeclever.Options{}, oauthConfigMod)
+	a := e.f.AddApp(fakeclever.App{Owner: orga, Name: "shop", Zone: "rbx", Flavor: "M"})
+	app := paas.App{ID: a.ID, Owner: orga}
+	for range 3 {
+		c, err := e.c.Cost(context.Background(), app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Currency != "EUR" || c.PerHour != 0.1111 || c.MemoryBytes != 4096<<20 {
+			t.Fatalf("cost %+v; want 0.1111 EUR an hour and 4 GiB (the fake's M)", c)
+		}
+	}
+	if n := len(e.calls("/v4/billing")); n != 1 {
+		t.Errorf("three costs read the prices %d times, want once", n)
+	}
+	if n := len(e.calls("/applications/" + a.ID)); n != 1 {
+		t.Errorf("three costs read the app %d times, want once", n)
+	}
+}
+
+func TestCostOf(t *testing.T) {
+	ps := []Price{{SlugID: "apps.XS", Price: 0.5, Per: 30 * time.Minute}, {SlugID: "apps.S", Price: 24, Per: 24 * time.Hour}}
+	for _, c := range []struct {
+		d           Details
+		perHour     float64
+		memoryBytes int64
+	}{
+		{Details{PriceID: "apps.XS", MemoryMiB: 1024, MinInstances: 2}, 2, 2 << 30},
+		{Details{PriceID: "APPS.S", MemoryMiB: 2048}, 1, 2 << 30},
+		{Details{PriceID: "apps.unknown", MemoryMiB: 512, MinInstances: 1}, 0, 512 << 20},
+	} {
+		got := costOf(c.d, ps)
+		if got.PerHour != c.perHour || got.MemoryBytes != c.memoryBytes || got.Currency != "EUR" {
+			t.Errorf("costOf(%+v) = %+v, want %v EUR/h and %d bytes", c.d, got, c.perHour, c.memoryBytes)
 		}
 	}
 }

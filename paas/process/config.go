@@ -2,6 +2,7 @@ package process
 
 import (
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -59,6 +60,11 @@ type AppConfig struct {
 	LogFile string `yaml:"log_file"`
 	// Ready says when a started app can take requests. Required.
 	Ready ReadyConfig `yaml:"ready"`
+	// PricePerHour is what an hour of the app awake costs (a VM share, a
+	// licence), for the savings reaper reports; 0 counts memory only.
+	PricePerHour float64 `yaml:"price_per_hour"`
+	// Currency of PricePerHour; empty means EUR.
+	Currency string `yaml:"currency"`
 }
 
 // ReadyConfig is the readiness probe of an app: exactly one of TCP or HTTP.
@@ -105,6 +111,24 @@ func (c *AppConfig) Validate(path string, errs *conf.Errors) {
 		errs.Add(conf.Key(path, "stop_signal"), "%s is not a signal reaper can send (use SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1 or SIGUSR2)", strconv.Quote(c.StopSignal))
 	}
 	c.Ready.validate(conf.Key(path, "ready"), errs)
+	if c.PricePerHour < 0 || math.IsNaN(c.PricePerHour) || math.IsInf(c.PricePerHour, 0) {
+		errs.Add(conf.Key(path, "price_per_hour"), "must be a price of zero or more, not %v", c.PricePerHour)
+	}
+	if c.Currency != "" && !validCurrency(c.Currency) {
+		errs.Add(conf.Key(path, "currency"), "%s is not a currency code (three capital letters, e.g. EUR or USD)", strconv.Quote(c.Currency))
+	}
+}
+
+func validCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for _, r := range s {
+		if r < 'A' || r > 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // validate is not Validate on purpose: the decoder calls Validate only on mappings it
@@ -173,6 +197,8 @@ type spec struct {
 	readyTCP    string
 	readyHTTP   string
 	interval    time.Duration
+	price       float64
+	currency    string
 }
 
 // resolve applies the defaults; lookup reads reaper's environment.
@@ -187,6 +213,11 @@ func (c *AppConfig) resolve(dataDir string, lookup func(string) (string, bool)) 
 		readyTCP:    c.Ready.TCP,
 		readyHTTP:   c.Ready.HTTP,
 		interval:    c.Ready.Interval.D(),
+		price:       c.PricePerHour,
+		currency:    c.Currency,
+	}
+	if s.currency == "" {
+		s.currency = "EUR"
 	}
 	if c.StopSignal != "" {
 		s.stopSignal = signalName(c.StopSignal)

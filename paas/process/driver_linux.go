@@ -48,6 +48,8 @@ type app struct {
 	state paas.State
 	dep   *paas.Deployment // never modified once set: replaced
 	proc  *proc            // the running process group, nil when none
+	rss   int64            // the group's resident memory when last measured, bytes
+	rssAt time.Time        // when
 }
 
 // New returns a driver for opts.Apps. It starts no app, but adopts the apps a previous

@@ -41,3 +41,8 @@ func (d *Driver) Watch(context.Context, func(appID string)) {}
 
 // Close does nothing.
 func (d *Driver) Close() error { return nil }
+
+// Cost returns ErrUnsupported.
+func (d *Driver) Cost(context.Context, paas.App) (paas.Cost, error) {
+	return paas.Cost{}, ErrUnsupported
+}

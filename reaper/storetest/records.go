@@ -36,6 +36,7 @@ func fullRecord(app string, term uint64, status reaper.Status) reaper.Record {
 		Hold:             &reaper.KeepWarm{Until: at.Add(6 * time.Hour), Reason: "backup", By: "ops", Since: at},
 		SleepAsk:         &reaper.SleepAsk{At: at.Add(2 * time.Second), By: "ops", Force: true},
 		Wake:             &reaper.WakeTimes{AskedAt: at.Add(-3 * time.Minute), AcceptedAt: at.Add(-170 * time.Second), UpAt: at.Add(-2 * time.Minute)},
+		Saved:            &reaper.SavedTime{AllTimeSeconds: 3600.5, Day: "2025-03-14", DaySeconds: 60, Month: "2025-03", MonthSeconds: 120},
 	}
 	fillZeroFields(&r, at)
 	return r

@@ -65,6 +65,9 @@ type Options struct {
 	// Timeout bounds every call, on top of the caller's context, so that a server
 	// that accepts connections but does not answer fails calls fast; default 5 s.
 	Timeout time.Duration
+	// OnError, when set, is told the operation (PutRecord, Lock, …) of every call
+	// that fails for another reason than its caller's context (metrics).
+	OnError func(op string)
 }
 
 // Defaults of Options.
@@ -94,6 +97,7 @@ type Store struct {
 	addr     string
 	password string // only to scrub it from errors
 	timeout  time.Duration
+	onError  func(op string)
 	log      *slog.Logger
 	k        keys
 
@@ -157,6 +161,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		addr:     opts.Address,
 		password: opts.Password,
 		timeout:  opts.Timeout,
+		onError:  opts.OnError,
 		log:      opts.Logger,
 		k:        newKeys(opts.Prefix),
 	}
@@ -288,6 +293,9 @@ func (s *Store) call(ctx context.Context, op string, f func(ctx context.Context)
 	err := f(cctx)
 	if err == nil {
 		return nil
+	}
+	if s.onError != nil && ctx.Err() == nil {
+		s.onError(op)
 	}
 	return s.wrap(ctx, cctx, op, err)
 }
