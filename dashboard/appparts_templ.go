@@ -701,19 +701,19 @@ func appSavingsView(s savings) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = tile("Today", true, money(s.App.Today.Money, s.App.Currency), asleepFor(s.App.Today)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = tile(savedTile("Today", true, s.App.Today, appCurrency(s.App))).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = tile("This month", true, money(s.App.Month.Money, s.App.Currency), asleepFor(s.App.Month)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = tile(savedTile("This month", true, s.App.Month, appCurrency(s.App))).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = tile("All time", true, money(s.App.AllTime.Money, s.App.Currency), asleepFor(s.App.AllTime)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = tile(savedTile("All time", true, s.App.AllTime, appCurrency(s.App))).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = tile("Saving now", true, money(s.App.SavingNowPerHour, s.App.Currency)+" / h", priceText(s.App)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = tile(appNowTile(s.App)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -15,41 +15,12 @@ import (
 // What the pages show, read from the admin API. A part that cannot be read
 // carries why, and the page shows the rest.
 
-// savingsPeriod is what an app saved over a period (GET /api/savings).
-type savingsPeriod struct {
-	AsleepSeconds float64 `json:"asleep_seconds"`
-	Money         float64 `json:"money"`
-	GiBHours      float64 `json:"gib_hours"`
-}
-
-// appSavings is one app's savings.
-type appSavings struct {
-	AppID            string        `json:"app_id"`
-	Asleep           bool          `json:"asleep"`
-	Currency         string        `json:"currency"`
-	PricePerHour     float64       `json:"price_per_hour"`
-	GiB              float64       `json:"gib"`
-	Today            savingsPeriod `json:"today"`
-	Month            savingsPeriod `json:"month"`
-	AllTime          savingsPeriod `json:"all_time"`
-	SavingNowPerHour float64       `json:"saving_now_per_hour"`
-}
-
-// savingsTotal is the sum over every app.
-type savingsTotal struct {
-	Currency         string        `json:"currency"`
-	Today            savingsPeriod `json:"today"`
-	Month            savingsPeriod `json:"month"`
-	AllTime          savingsPeriod `json:"all_time"`
-	SavingNowPerHour float64       `json:"saving_now_per_hour"`
-}
-
 // savings is the savings part of a page: Note says why there is none.
 type savings struct {
 	OK    bool
 	Note  string
-	Total savingsTotal
-	App   appSavings
+	Total reaper.SavingsTotal
+	App   reaper.SavingsView
 }
 
 func (d *Dashboard) savingsOf(ctx context.Context, appID string) savings {
@@ -57,7 +28,7 @@ func (d *Dashboard) savingsOf(ctx context.Context, appID string) savings {
 	var err error
 	if appID == "" {
 		var rep struct {
-			Total savingsTotal `json:"total"`
+			Total reaper.SavingsTotal `json:"total"`
 		}
 		err = d.api.call(ctx, http.MethodGet, "/api/savings", nil, &rep)
 		s.Total = rep.Total

@@ -180,12 +180,60 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// asleepFor says how long the apps slept over a period of savings.
-func asleepFor(p savingsPeriod) string {
-	if p.AsleepSeconds <= 0 {
-		return "nothing asleep yet"
+// tileView is a savings tile: its label, its value and the line under it.
+type tileView struct {
+	Label, Value, Sub string
+	OK                bool // false: not available, the tile shows a dash
+}
+
+// savedTile is what a period saved: the money when the apps are priced in one
+// currency, else the time asleep; the line under it says the rest (time asleep,
+// memory freed).
+func savedTile(label string, ok bool, p reaper.SavedPeriod, currency string) tileView {
+	v := tileView{Label: label, OK: ok}
+	asleep := span(time.Duration(p.AsleepSeconds * float64(time.Second)))
+	mem := strconv.FormatFloat(p.GiBHours, 'f', -1, 64) + " GiB·h freed"
+	switch currency {
+	case "":
+		v.Value, v.Sub = asleep, "asleep, "+mem+"; no price set"
+	case "mixed":
+		v.Value, v.Sub = asleep, "asleep; priced in several currencies"
+	default:
+		v.Value, v.Sub = money(p.Money, currency), asleep+" asleep, "+mem
 	}
-	return span(time.Duration(p.AsleepSeconds*float64(time.Second))) + " asleep"
+	return v
+}
+
+// savingNowTile is what sleeping saves each hour now.
+func savingNowTile(ok bool, perHour float64, currency string) tileView {
+	v := tileView{Label: "Saving now", OK: ok, Value: "—"}
+	switch currency {
+	case "":
+		v.Sub = "no price set"
+	case "mixed":
+		v.Sub = "priced in several currencies"
+	default:
+		v.Value, v.Sub = money(perHour, currency)+" / h", "while the apps asleep now sleep"
+	}
+	return v
+}
+
+// appCurrency is the currency an app's savings are shown in: none when it has
+// no price.
+func appCurrency(a reaper.SavingsView) string {
+	if a.PricePerHour == 0 {
+		return ""
+	}
+	return a.Currency
+}
+
+// appNowTile is what the app's sleep saves each hour now, with its price.
+func appNowTile(a reaper.SavingsView) tileView {
+	v := savingNowTile(true, a.SavingNowPerHour, appCurrency(a))
+	if appCurrency(a) != "" {
+		v.Sub = priceText(a)
+	}
+	return v
 }
 
 // clock writes a time of day in UTC, with the date when it is not today's.
@@ -250,7 +298,7 @@ func holdWhy(h *reaper.KeepWarm) string {
 }
 
 // priceText says what an app costs awake.
-func priceText(a appSavings) string {
+func priceText(a reaper.SavingsView) string {
 	s := "priced " + money(a.PricePerHour, a.Currency) + " / h awake"
 	if a.GiB > 0 {
 		s += ", " + strconv.FormatFloat(a.GiB, 'f', -1, 64) + " GiB"
