@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,9 +23,11 @@ import (
 
 const dashToken = "e2e-dashboard-token-5d1f0c"
 
-// dashboardConfig is reaperConfig with an admin token.
+// dashboardConfig is reaperConfig with an admin token, and a price for the
+// first app (a cent a second, so that a few seconds asleep show as money).
 func dashboardConfig(apps ...app) string {
-	return strings.Replace(reaperConfig(apps...), "  data_dir:", "  admin_token: "+dashToken+"\n  data_dir:", 1)
+	c := strings.Replace(reaperConfig(apps...), "  data_dir:", "  admin_token: "+dashToken+"\n  data_dir:", 1)
+	return strings.Replace(c, "      stop_timeout: 3s\n", "      stop_timeout: 3s\n      price_per_hour: 36\n", 1)
 }
 
 // waitFor is how long the browser may take to show a change: generous, the
@@ -49,6 +52,7 @@ func TestDashboard_InChromium(t *testing.T) {
 	shots := screenshotDir(t)
 	pg := b.NewPage(t)
 	viewport(t, pg, 1280, 800)
+	media(t, pg, "light")
 	t.Cleanup(func() {
 		if t.Failed() { // what the page showed when it went wrong
 			if png, err := pg.Screenshot(); err == nil {
@@ -101,6 +105,13 @@ func TestDashboard_InChromium(t *testing.T) {
 		t.Errorf("the status badge showed %v: want Up, WaitingForShutdown, Down", seen)
 	}
 	noReload(t, pg)
+	// Asleep, hello saves a cent a second.
+	testwait.For(t, waitFor, "hello's sleep saved a cent", func() bool {
+		var sv struct {
+			Today struct{ Money float64 } `json:"today"`
+		}
+		return adminJSON(t, p, "/api/apps/hello/savings", &sv) && sv.Today.Money >= 0.01
+	})
 
 	// A hold shows its reason and its expiry (and wakes the app).
 	eval(t, pg, `document.querySelector("form[data-action=hold] select").value = "1d";
@@ -119,21 +130,25 @@ func TestDashboard_InChromium(t *testing.T) {
 	noReload(t, pg)
 	shoot(t, pg, shots, "app-held-light")
 
-	// The apps page shows the hold too; nothing came from anywhere else, and the token is nowhere.
+	// The apps page shows the hold too, and what hello's sleep saved; nothing came
+	// from anywhere else, and the token is nowhere.
 	navigate(t, pg, base+"/")
 	pg.WaitFor(t, `document.querySelector('tr[data-app="hello"]').innerText.includes("demo on Friday")`, waitFor)
+	if got := evalString(t, pg, `document.querySelector("#r-savings .tile .tv").textContent`); !strings.HasPrefix(got, "€") || got == "€0.00" {
+		t.Errorf("saved today: %q, want the cents hello's sleep saved", got)
+	}
 	checkPage(t, pg, base)
 	shoot(t, pg, shots, "apps-held-light")
 
 	// Dark.
-	darkMode(t, pg)
+	media(t, pg, "dark")
 	shoot(t, pg, shots, "apps-dark")
 	navigate(t, pg, base+"/apps/hello")
 	pg.WaitFor(t, `document.querySelector("#r-wakes svg rect") !== null`, waitFor)
 	shoot(t, pg, shots, "app-dark")
 	out := b.NewPage(t) // a browser context of its own: signed out
 	viewport(t, out, 1280, 800)
-	darkMode(t, out)
+	media(t, out, "dark")
 	navigate(t, out, base+"/")
 	shoot(t, out, shots, "login-dark")
 
@@ -290,11 +305,27 @@ func viewport(t *testing.T, pg *chrometest.Page, w, h int) {
 	}
 }
 
-func darkMode(t *testing.T, pg *chrometest.Page) {
+// media sets the page's colour scheme, with reduced motion so that screenshots
+// never catch an animation half-way.
+func media(t *testing.T, pg *chrometest.Page, scheme string) {
 	t.Helper()
-	if err := pg.Call("Emulation.setEmulatedMedia", map[string]any{"features": []map[string]string{{"name": "prefers-color-scheme", "value": "dark"}}}, nil); err != nil {
+	if err := pg.Call("Emulation.setEmulatedMedia", map[string]any{"features": []map[string]string{
+		{"name": "prefers-color-scheme", "value": scheme}, {"name": "prefers-reduced-motion", "value": "reduce"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// adminJSON reads an admin API path with the token into v; false when it answers no 200.
+func adminJSON(t *testing.T, p *reaperProc, path string, v any) bool {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+p.admin+path, nil)
+	req.Header.Set("Authorization", "Bearer "+dashToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	return resp.StatusCode == 200 && json.Unmarshal([]byte(body), v) == nil
 }
 
 func navigate(t *testing.T, pg *chrometest.Page, url string) {
