@@ -63,6 +63,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	v := loginView{Next: localPath(r.PostForm.Get("next")), Name: strings.TrimSpace(r.PostForm.Get("name"))}
 	c, err := r.Cookie(loginCookie)
 	if err != nil || !d.keys.macOK("login", c.Value, r.PostForm.Get(csrfField)) {
+		d.log.Warn("dashboard sign-in refused: missing or wrong CSRF token", "client", client)
 		v.Error = "This sign-in form has expired (or cookies are off). Try again."
 		d.showLogin(w, r, http.StatusForbidden, v)
 		return
