@@ -76,6 +76,15 @@ func rel(now, t time.Time) string {
 	return "in " + span(d)
 }
 
+// until writes a time to come relative to now: "in 3 min", or "any moment"
+// once it has passed (a sleep that is due).
+func until(now, t time.Time) string {
+	if !t.After(now) {
+		return "any moment"
+	}
+	return rel(now, t)
+}
+
 // span writes a length of time with its two largest units: "45 s", "3 min 5 s",
 // "2 h 10 min", "3 d 4 h".
 func span(d time.Duration) string {

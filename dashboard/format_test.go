@@ -18,6 +18,15 @@ func TestRel(t *testing.T) {
 	}
 }
 
+func TestUntil(t *testing.T) {
+	if got := until(t0, t0.Add(90*time.Second)); got != "in 1 min 30 s" {
+		t.Errorf("until 90 s ahead = %q", got)
+	}
+	if got := until(t0, t0.Add(-3*time.Second)); got != "any moment" {
+		t.Errorf("until 3 s past = %q, want any moment", got)
+	}
+}
+
 func TestSavedTile(t *testing.T) {
 	p := reaper.SavedPeriod{AsleepSeconds: 5400, Money: 0.075, GiBHours: 0.75}
 	for _, tt := range []struct {

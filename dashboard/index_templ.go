@@ -738,7 +738,7 @@ func sleepsIn(now time.Time, a appRow) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		case a.ReapAt != nil && a.Status == reaper.StatusUp:
-			templ_7745c5c3_Err = relTime(now, a.ReapAt).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = countdown(now, *a.ReapAt).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

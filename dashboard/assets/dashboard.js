@@ -20,7 +20,7 @@
 	function $(sel, root) { return (root || doc).querySelector(sel); }
 	function $$(sel, root) { return Array.prototype.slice.call((root || doc).querySelectorAll(sel)); }
 
-	// Relative times, by the rules of the server (format.go rel and span).
+	// Relative times, by the rules of the server (format.go rel, until and span).
 	function two(a, ua, b, ub) { return b === 0 ? a + " " + ua : a + " " + ua + " " + b + " " + ub; }
 	function span(s) {
 		s = Math.floor(s);
@@ -37,7 +37,9 @@
 	function tick() {
 		$$("time[data-rel]").forEach(function (el) {
 			var t = Date.parse(el.getAttribute("datetime"));
-			if (!isNaN(t)) el.textContent = rel(t);
+			if (isNaN(t)) return;
+			// A countdown (data-rel="until") that ran out says the moment has come.
+			el.textContent = el.getAttribute("data-rel") === "until" && t <= Date.now() ? "any moment" : rel(t);
 		});
 	}
 	setInterval(tick, 1000);
