@@ -48,44 +48,61 @@ func TestDashboard_InChromium(t *testing.T) {
 		}
 		return down["hello"] && down["api"]
 	})
-	base := "http://" + p.admin
-	shots := screenshotDir(t)
-	pg := b.NewPage(t)
-	viewport(t, pg, 1280, 800)
-	media(t, pg, "light")
+	r := &dashRun{t: t, p: p, base: "http://" + p.admin, shots: screenshotDir(t), pg: b.NewPage(t)}
+	viewport(t, r.pg, 1280, 800)
+	media(t, r.pg, "light")
 	t.Cleanup(func() {
 		if t.Failed() { // what the page showed when it went wrong
-			if png, err := pg.Screenshot(); err == nil {
-				_ = os.WriteFile(filepath.Join(shots, "failed.png"), png, 0o644)
-				t.Logf("screenshot of the failure: %s", filepath.Join(shots, "failed.png"))
+			if png, err := r.pg.Screenshot(); err == nil {
+				_ = os.WriteFile(filepath.Join(r.shots, "failed.png"), png, 0o644)
+				t.Logf("screenshot of the failure: %s", filepath.Join(r.shots, "failed.png"))
 			}
 		}
 	})
+	r.signIn()
+	r.wakeThenSleep()
+	r.hold()
+	r.dark(b)
+	withoutScript(t, b, r.base, r.shots)
+}
 
-	// Signing in.
-	navigate(t, pg, base+"/")
+// dashRun is one browser going through the dashboard of a running reaper.
+type dashRun struct {
+	t           *testing.T
+	p           *reaperProc
+	pg          *chrometest.Page
+	base, shots string
+}
+
+// signIn: a browser that is not signed in gets the form; once signed in, the
+// demo apps are listed, asleep, and the live updates are on.
+func (r *dashRun) signIn() {
+	t, pg := r.t, r.pg
+	navigate(t, pg, r.base+"/")
 	if got := evalString(t, pg, `location.pathname`); got != "/login" {
 		t.Fatalf("a browser that is not signed in is at %s, want /login", got)
 	}
-	shoot(t, pg, shots, "login-light")
+	shoot(t, pg, r.shots, "login-light")
 	eval(t, pg, `document.getElementById("token").value = `+jsString(dashToken)+`;
 		document.getElementById("name").value = "alice"; document.querySelector("form").requestSubmit()`)
 	pg.WaitFor(t, `location.pathname === "/" && document.querySelectorAll("tr[data-app]").length === 2`, waitFor)
-
-	// The demo apps are listed, asleep.
 	var rows []string
 	evalInto(t, pg, `Array.from(document.querySelectorAll("tr[data-app]"), r => r.dataset.app + ":" + r.querySelector(".bt").textContent)`, &rows)
 	if strings.Join(rows, ",") != "api:Down,hello:Down" {
 		t.Errorf("apps listed: %v, want api:Down,hello:Down", rows)
 	}
 	pg.WaitFor(t, `document.getElementById("live").dataset.state === "on"`, waitFor)
-	shoot(t, pg, shots, "apps-light")
+	shoot(t, pg, r.shots, "apps-light")
+}
 
-	// Wake, on the app's page: the status moves on screen, without a reload.
-	navigate(t, pg, base+"/apps/hello")
+// wakeThenSleep: on the app's page, Wake moves the status on screen through
+// WaitingForUp to Up without a reload, and Sleep now puts it down.
+func (r *dashRun) wakeThenSleep() {
+	t, pg := r.t, r.pg
+	navigate(t, pg, r.base+"/apps/hello")
 	watchBadge(t, pg)
 	pg.WaitFor(t, `document.getElementById("live").dataset.state === "on"`, waitFor)
-	act(t, pg, shots, "wake", "Wake hello now?")
+	act(t, pg, r.shots, "wake", "Wake hello now?")
 	pg.WaitFor(t, `window.__seen.includes("Up")`, waitFor)
 	seen := badgeHistory(t, pg)
 	if i, j := indexOf(seen, "WaitingForUp"), indexOf(seen, "Up"); i < 0 || j < i {
@@ -96,10 +113,9 @@ func TestDashboard_InChromium(t *testing.T) {
 	}
 	pg.WaitFor(t, `document.querySelector("#r-wakes svg rect") !== null`, waitFor)
 	noReload(t, pg)
-	shoot(t, pg, shots, "app-woken-light")
+	shoot(t, pg, r.shots, "app-woken-light")
 
-	// Sleep now puts it down.
-	act(t, pg, shots, "sleep", "Put hello to sleep now?")
+	act(t, pg, r.shots, "sleep", "Put hello to sleep now?")
 	pg.WaitFor(t, `window.__seen[window.__seen.length - 1] === "Down"`, waitFor)
 	if seen := badgeHistory(t, pg); indexOf(seen, "WaitingForShutdown") < indexOf(seen, "Up") {
 		t.Errorf("the status badge showed %v: want Up, WaitingForShutdown, Down", seen)
@@ -110,17 +126,21 @@ func TestDashboard_InChromium(t *testing.T) {
 		var sv struct {
 			Today struct{ Money float64 } `json:"today"`
 		}
-		return adminJSON(t, p, "/api/apps/hello/savings", &sv) && sv.Today.Money >= 0.01
+		return adminJSON(t, r.p, "/api/apps/hello/savings", &sv) && sv.Today.Money >= 0.01
 	})
+}
 
-	// A hold shows its reason and its expiry (and wakes the app).
+// hold: a hold shows its reason and its expiry (and wakes the app), on the
+// app's page and in the table; the table's page shows what the sleep saved.
+func (r *dashRun) hold() {
+	t, pg := r.t, r.pg
 	eval(t, pg, `document.querySelector("form[data-action=hold] select").value = "1d";
 		document.querySelector("form[data-action=hold] input[name=reason]").value = "demo on Friday"`)
-	act(t, pg, shots, "hold", "Keep hello awake for 1 day?")
+	act(t, pg, r.shots, "hold", "Keep hello awake for 1 day?")
 	pg.WaitFor(t, `document.getElementById("hold-fact") && document.getElementById("hold-fact").innerText.includes("demo on Friday")`, waitFor)
 	holdText := evalString(t, pg, `document.getElementById("hold-fact").innerText`)
 	until := evalString(t, pg, `document.querySelector("#hold-fact time").getAttribute("datetime")`)
-	if at, err := time.Parse(time.RFC3339, until); err != nil || at.Sub(time.Now()) < 23*time.Hour || at.Sub(time.Now()) > 25*time.Hour {
+	if at, err := time.Parse(time.RFC3339, until); err != nil || time.Until(at) < 23*time.Hour || time.Until(at) > 25*time.Hour {
 		t.Errorf("the hold's expiry is %q (%v), want a day from now", until, err)
 	}
 	if !strings.Contains(holdText, "until") || !strings.Contains(holdText, "by alice (dashboard)") {
@@ -128,31 +148,30 @@ func TestDashboard_InChromium(t *testing.T) {
 	}
 	pg.WaitFor(t, `window.__seen[window.__seen.length - 1] === "Up"`, waitFor)
 	noReload(t, pg)
-	shoot(t, pg, shots, "app-held-light")
+	shoot(t, pg, r.shots, "app-held-light")
 
-	// The apps page shows the hold too, and what hello's sleep saved; nothing came
-	// from anywhere else, and the token is nowhere.
-	navigate(t, pg, base+"/")
+	navigate(t, pg, r.base+"/")
 	pg.WaitFor(t, `document.querySelector('tr[data-app="hello"]').innerText.includes("demo on Friday")`, waitFor)
 	if got := evalString(t, pg, `document.querySelector("#r-savings .tile .tv").textContent`); !strings.HasPrefix(got, "€") || got == "€0.00" {
 		t.Errorf("saved today: %q, want the cents hello's sleep saved", got)
 	}
-	checkPage(t, pg, base)
-	shoot(t, pg, shots, "apps-held-light")
+	checkPage(t, pg)
+	shoot(t, pg, r.shots, "apps-held-light")
+}
 
-	// Dark.
+// dark takes the pages again in the dark colour scheme.
+func (r *dashRun) dark(b *chrometest.Browser) {
+	t, pg := r.t, r.pg
 	media(t, pg, "dark")
-	shoot(t, pg, shots, "apps-dark")
-	navigate(t, pg, base+"/apps/hello")
+	shoot(t, pg, r.shots, "apps-dark")
+	navigate(t, pg, r.base+"/apps/hello")
 	pg.WaitFor(t, `document.querySelector("#r-wakes svg rect") !== null`, waitFor)
-	shoot(t, pg, shots, "app-dark")
+	shoot(t, pg, r.shots, "app-dark")
 	out := b.NewPage(t) // a browser context of its own: signed out
 	viewport(t, out, 1280, 800)
 	media(t, out, "dark")
-	navigate(t, out, base+"/")
-	shoot(t, out, shots, "login-dark")
-
-	withoutScript(t, b, base, shots)
+	navigate(t, out, r.base+"/")
+	shoot(t, out, r.shots, "login-dark")
 }
 
 // withoutScript signs in and wakes an app with JavaScript off: plain forms,
@@ -243,7 +262,7 @@ func noReload(t *testing.T, pg *chrometest.Page) {
 }
 
 // checkPage checks that the page loaded nothing from elsewhere and shows no token.
-func checkPage(t *testing.T, pg *chrometest.Page, base string) {
+func checkPage(t *testing.T, pg *chrometest.Page) {
 	t.Helper()
 	var foreign []string
 	evalInto(t, pg, `performance.getEntriesByType("resource").map(e => e.name).filter(n => !n.startsWith(location.origin + "/"))`, &foreign)
