@@ -34,6 +34,7 @@ type fakeAPI struct {
 	savings  any // nil: 404, as a node without the savings endpoints
 	refuse   map[string]string
 	calls    []call
+	storeErr string // when set, the apps and the settings answer 503 with it
 }
 
 func (f *fakeAPI) record(r *http.Request) call {
@@ -63,6 +64,10 @@ func (f *fakeAPI) handler() http.Handler {
 	mux.HandleFunc("GET /api/apps", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.storeErr != "" {
+			httpjson.Error(w, 503, f.storeErr)
+			return
+		}
 		httpjson.Write(w, 200, f.apps)
 	})
 	mux.HandleFunc("GET /api/apps/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -97,6 +102,10 @@ func (f *fakeAPI) handler() http.Handler {
 	mux.HandleFunc("GET /api/settings", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.storeErr != "" {
+			httpjson.Error(w, 503, f.storeErr)
+			return
+		}
 		httpjson.Write(w, 200, f.settings)
 	})
 	mux.HandleFunc("PUT /api/settings", func(w http.ResponseWriter, r *http.Request) {

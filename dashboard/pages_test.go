@@ -54,6 +54,22 @@ func TestIndex_ShowsAppsWarningsAndCluster(t *testing.T) {
 	}
 }
 
+func TestIndex_StoreUnreachable(t *testing.T) {
+	td := newTestDash(t)
+	cookies, _ := td.signIn(t, "")
+	td.api.storeErr = "the store cannot be read: valkey at 10.0.0.5:6379 unreachable"
+	res := td.do("GET", "/", nil, cookies)
+	page := res.Body.String()
+	if res.Code != 200 {
+		t.Fatalf("GET / with the store down: %d, want the page with what it can show", res.Code)
+	}
+	for _, want := range []string{"The store is unreachable", "valkey at 10.0.0.5:6379 unreachable", "The apps cannot be read", "The settings cannot be read"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("with the store down, the page does not say %q", want)
+		}
+	}
+}
+
 func rowOrder(page string) []string {
 	var ids []string
 	for _, m := range regexp.MustCompile(`<tr data-app="([^"]+)"`).FindAllStringSubmatch(page, -1) {
