@@ -168,7 +168,7 @@ func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request, s session, v
 		httpjson.Write(w, http.StatusBadRequest, actionResult{Error: "confirm=yes is required"})
 		return
 	}
-	d.render(w, r, http.StatusOK, confirmPage(d.frame(r, s, "Confirm"), v))
+	d.render(w, r, http.StatusOK, confirmPage(d.frame(s, "Confirm"), v))
 }
 
 // done answers a done (or refused) action: JSON for the script, else the page

@@ -20,7 +20,7 @@ func (d *Dashboard) appPage(w http.ResponseWriter, r *http.Request, s session) {
 	if p, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && p > 1 {
 		page = p
 	}
-	f := d.frame(r, s, id)
+	f := d.frame(s, id)
 	f.Flash, f.App = d.takeFlash(w, r), id
 	v, err := d.loadApp(r.Context(), id, page)
 	switch {

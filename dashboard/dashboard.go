@@ -99,7 +99,7 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("POST /apps/{id}/{action}", d.signedIn(d.appAction))
 	m.HandleFunc("POST /settings", d.signedIn(d.settingsAction))
 	m.HandleFunc("/", d.signedIn(func(w http.ResponseWriter, r *http.Request, s session) {
-		d.render(w, r, http.StatusNotFound, messagePage(d.frame(r, s, "Not found"), "There is no such page here.", "/", "Back to the apps"))
+		d.render(w, r, http.StatusNotFound, messagePage(d.frame(s, "Not found"), "There is no such page here.", "/", "Back to the apps"))
 	}))
 }
 
@@ -151,7 +151,7 @@ type frame struct {
 	Now   time.Time // when the page was made: the script skips older events
 }
 
-func (d *Dashboard) frame(r *http.Request, s session, title string) frame {
+func (d *Dashboard) frame(s session, title string) frame {
 	return frame{Title: title, Node: d.opts.Node, CSRF: d.keys.csrf(s), Who: s.Name, Now: time.Now()}
 }
 

@@ -210,7 +210,7 @@ func (l listing) url() string {
 
 // index serves the apps page.
 func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
-	f := d.frame(r, s, "Apps")
+	f := d.frame(s, "Apps")
 	f.Flash = d.takeFlash(w, r)
 	v := d.loadIndex(r.Context())
 	l := listingOf(r)

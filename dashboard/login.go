@@ -88,7 +88,7 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 		if r.ParseForm() != nil || !d.keys.csrfOK(s, r.PostForm.Get(csrfField)) {
-			d.render(w, r, http.StatusForbidden, messagePage(d.frame(r, s, "Sign out"),
+			d.render(w, r, http.StatusForbidden, messagePage(d.frame(s, "Sign out"),
 				"This form has expired; reload the page and sign out again.", "/", "Back to the apps"))
 			return
 		}
@@ -125,5 +125,5 @@ func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request, s session, co
 		httpjson.Write(w, code, actionResult{Error: msg})
 		return
 	}
-	d.render(w, r, code, messagePage(d.frame(r, s, "Refused"), msg, "/", "Back to the apps"))
+	d.render(w, r, code, messagePage(d.frame(s, "Refused"), msg, "/", "Back to the apps"))
 }
