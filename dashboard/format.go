@@ -205,6 +205,9 @@ func savedTile(label string, ok bool, p reaper.SavedPeriod, currency string) til
 	switch currency {
 	case "":
 		v.Value, v.Sub = asleep, "asleep, "+mem+"; no price set"
+		if p.AsleepSeconds < 1 {
+			v.Value, v.Sub = "nothing yet", "no app slept; no price set"
+		}
 	case "mixed":
 		v.Value, v.Sub = asleep, "asleep; priced in several currencies"
 	default:

@@ -42,6 +42,9 @@ func TestSavedTile(t *testing.T) {
 			t.Errorf("%q: %q / %q, want %q / %q", tt.currency, v.Value, v.Sub, tt.value, tt.sub)
 		}
 	}
+	if v := savedTile("Today", true, reaper.SavedPeriod{}, ""); v.Value != "nothing yet" {
+		t.Errorf("an unpriced period with no sleep shows %q, want nothing yet", v.Value)
+	}
 	if v := savingNowTile(true, 0.02, "mixed"); v.Value != "—" {
 		t.Errorf("saving now in mixed currencies shows %q, want a dash (the API gives no sum)", v.Value)
 	}
