@@ -19,6 +19,7 @@ import (
 //	GET  /api/apps/{id}/history         its transitions, newest first (?page=1&page_size=50)
 //	GET  /api/apps/{id}/awake           why it is awake: who moved its idle clock since it woke
 //	GET  /api/apps/{id}/wakes           its recent wakes, phase by phase
+//	GET  /api/apps/{id}/prewake         its learned visits, the next pre-wake, hits and misses
 //	POST /api/apps/{id}/_wake           ask for a wake, as a request would
 //	POST /api/apps/{id}/_sleep          put it to sleep now (also _reap); 409 and why when it cannot, unless ?force=true
 //	POST /api/apps/{id}/_hold           {"duration": "6h", "reason": "…", "by": "…"}: keep it awake (waking it)
@@ -53,6 +54,7 @@ func (a *AdminAPI) Handler() http.Handler {
 	mux.HandleFunc("GET /api/apps/{id}/history", a.history)
 	mux.HandleFunc("GET /api/apps/{id}/awake", a.awake)
 	mux.HandleFunc("GET /api/apps/{id}/wakes", a.wakes)
+	mux.HandleFunc("GET /api/apps/{id}/prewake", a.prewake)
 	mux.HandleFunc("POST /api/apps/{id}/_wake", a.wake)
 	mux.HandleFunc("POST /api/apps/{id}/_sleep", a.sleep)
 	mux.HandleFunc("POST /api/apps/{id}/_reap", a.sleep)

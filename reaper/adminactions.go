@@ -171,9 +171,10 @@ func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	a.Engine.asks.askNow(a.Engine.app(id), now)
 	rec, _ := a.Engine.Record(id)
+	// In the history before the ask: the job must not take it for a visit.
 	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: body.By, Cause: "wake asked"})
+	a.Engine.asks.askNow(a.Engine.app(id), now)
 	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true, "status": rec.Status})
 }
 
@@ -305,9 +306,6 @@ func (a *AdminAPI) hold(w http.ResponseWriter, r *http.Request) {
 	})
 	if !done {
 		return
-	}
-	if rec.Status.Asleep() {
-		a.Engine.asks.askNow(a.Engine.app(id), rec.Hold.Since)
 	}
 	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.Hold.Since, Kind: EventHold,
 		By: body.By, Cause: body.Reason, Hold: rec.Hold})

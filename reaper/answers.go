@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/reapergw/reaper/page"
 	"github.com/reapergw/reaper/plugin"
@@ -17,6 +18,10 @@ const (
 	HeaderReaper = "CleverCloud-Reaper"
 	// HeaderStatus marks every answer the gateway gives in place of the app.
 	HeaderStatus = "CleverCloud-Reaper-Status"
+	// HeaderETA, on an answer given while the app wakes, is how many more
+	// seconds the wake should take by the app's recent boots (absent until one
+	// was measured).
+	HeaderETA = "Reaper-Wake-ETA"
 )
 
 // retryAfter is what sleeping apps' answers tell clients to wait, in seconds.
@@ -74,33 +79,6 @@ const (
 var outcomeOf = [...]string{replyStatus: OutcomeStatus, replyPoll: OutcomeStatus, replyMonitoring: OutcomeMonitoring,
 	replyWaitingPage: OutcomeWaitingPage, replyUnavailable: OutcomeUnavailable, replyForward: "", replyForwardQuiet: "", replyHold: ""}
 
-// WellKnownStatusPath is answered by reaper itself on every host it manages, for
-// uptime monitors that cannot send a header: the app's status, never a wake and
-// never traffic. 200 while the app is up or asleep on purpose, 503 in Error.
-const WellKnownStatusPath = "/.well-known/reaper/status"
-
-func (p *Plugin) wellKnownStatus(ex *plugin.Exchange) *plugin.Answer {
-	ex.Class, ex.Outcome = kindNames[kindMonitor], OutcomeStatus
-	r := ex.Request
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		a := plugin.JSONAnswer(http.StatusMethodNotAllowed, map[string]any{"error": WellKnownStatusPath + " answers GET and HEAD only"})
-		a.Header.Set("Allow", "GET, HEAD")
-		return a
-	}
-	st := p.app.status()
-	code := http.StatusOK
-	if st == StatusError {
-		code = http.StatusServiceUnavailable
-	}
-	body := map[string]any{"app_id": p.app.id, "status": string(st), "asleep": st.Asleep(), "monitoring": true}
-	if rec, ok := p.engine.Record(p.app.id); ok && st.Asleep() {
-		body["asleep_since"] = rec.LastStatusUpdate
-	}
-	a := answer(ex, code, st, body)
-	a.Header.Del("Retry-After")
-	return a
-}
-
 func (p *Plugin) statusAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 	return answer(ex, http.StatusOK, st, map[string]any{
 		"status": string(st), "ready_delay_ms": p.readyDelay.Milliseconds(),
@@ -118,9 +96,17 @@ func (p *Plugin) monitoringAnswer(ex *plugin.Exchange, st Status) *plugin.Answer
 }
 
 func (p *Plugin) unavailableAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
-	return answer(ex, http.StatusServiceUnavailable, st, map[string]any{
-		"error": "the application is waking up, retry later", "status": string(st),
-	})
+	body := map[string]any{"error": "the application is waking up, retry later", "status": string(st)}
+	eta, known := p.engine.retryAfterSeconds(p.app.id, time.Now())
+	if known {
+		body["eta_seconds"], _ = strconv.Atoi(eta)
+	}
+	a := answer(ex, http.StatusServiceUnavailable, st, body)
+	if known {
+		a.Header.Set("Retry-After", eta)
+		a.Header.Set(HeaderETA, eta)
+	}
+	return a
 }
 
 func (p *Plugin) failedAnswer(ex *plugin.Exchange) *plugin.Answer {

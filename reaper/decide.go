@@ -46,6 +46,8 @@ type Input struct {
 	// unknown, taken as now).
 	WakeAsked   bool
 	WakeAskedAt time.Time
+	// Prewake: a visit is predicted soon (learned pre-wake); wakes a sleeping app.
+	Prewake bool
 }
 
 // Policy is the merged configuration of the routes that manage the app: the
@@ -58,6 +60,17 @@ type Policy struct {
 	FailTimeout time.Duration
 	// MustBeUp are the keep-up windows.
 	MustBeUp []Range
+	// Prewake: some route learns the app's visits (`prewake: learn`); Location
+	// is the time zone they are learned in (nil: DefaultTimezone).
+	Prewake  bool
+	Location *time.Location
+}
+
+func (p Policy) location() *time.Location {
+	if p.Location != nil {
+		return p.Location
+	}
+	return defaultLocation()
 }
 
 // Causes that callers (history, events, tests) may compare with.
@@ -140,7 +153,7 @@ func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
 			if asked.IsZero() || asked.After(now) {
 				asked = now
 			}
-			out.Wake = &WakeTimes{AskedAt: asked}
+			out.Wake = &WakeTimes{AskedAt: asked, Prewake: cause == CausePrewake}
 			// RetryStart until the platform accepts the call (afterStart).
 			out.ActionAt, out.StartSentAt, out.RetryStart = now, now, true
 			act = ActionStart
@@ -452,6 +465,8 @@ func wakeCause(rec Record, in Input, now time.Time, p Policy) string {
 		return CauseKeepUp
 	case rec.Hold.Active(now):
 		return CauseHeldAwake
+	case in.Prewake:
+		return CausePrewake
 	}
 	return ""
 }

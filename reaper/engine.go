@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -89,6 +90,7 @@ type app struct {
 	appAsks
 	appHolds
 	awake       appAwake
+	boots       bootRing
 	firstAnswer atomic.Int64 // Wake.AskedAt (unix nanoseconds) of the wake whose first answer this node recorded
 
 	// guarded by Engine.mu
@@ -213,6 +215,8 @@ func mergePolicy(a, b Policy) Policy {
 		GracePeriod: max(a.GracePeriod, b.GracePeriod),
 		FailTimeout: max(a.FailTimeout, b.FailTimeout),
 		MustBeUp:    append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
+		Prewake:     a.Prewake || b.Prewake,
+		Location:    cmp.Or(a.Location, b.Location),
 	}
 }
 
@@ -282,6 +286,7 @@ func (e *Engine) Apply(rec Record) {
 		if a.rec.CompareAndSwap(cur, &rec) {
 			if rec.Status == StatusUp && (cur == nil || cur.Status != StatusUp) {
 				a.awake.reset(time.Unix(0, a.upSeen.Load()))
+				a.learnBoot(&rec)
 			}
 			if cur != nil {
 				e.recordEvents(cur, &rec)
@@ -340,6 +345,7 @@ func (e *Engine) Run(ctx context.Context) {
 		})
 	}
 	e.pollAll(ctx)
+	e.loadBoots(ctx)
 	poll := time.NewTicker(e.opts.PollInterval)
 	defer poll.Stop()
 	flush := time.NewTicker(e.opts.FlushInterval)
@@ -355,6 +361,7 @@ func (e *Engine) Run(ctx context.Context) {
 			e.refreshOne(ctx, id)
 		case <-poll.C:
 			e.pollAll(ctx)
+			e.loadBoots(ctx) // the apps of routes added by a reload
 		case <-flush.C:
 			e.Flush(ctx)
 		case <-e.flushNow:
