@@ -74,14 +74,21 @@ func entryTitle(t reaper.Transition) string {
 			return "Woke in " + seconds(t.Phases.Total().Seconds())
 		}
 		return "Woke"
+	case reaper.EventArrival:
+		return "First request"
+	case reaper.EventPrewake:
+		return "Pre-wake: " + t.Cause
 	}
 	return t.Kind
 }
 
 // entryDetail is the line under the headline.
 func entryDetail(t reaper.Transition) string {
-	if t.Kind == reaper.EventWake && t.Phases != nil {
+	switch {
+	case t.Kind == reaper.EventWake && t.Phases != nil:
 		return phasesText(t.Phases.Durations())
+	case t.Kind == reaper.EventPrewake:
+		return "" // the cause (hit or miss) is in the title
 	}
 	return t.Cause
 }

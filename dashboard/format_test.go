@@ -73,3 +73,31 @@ func TestNewWakeChart(t *testing.T) {
 		t.Errorf("axis %v, want it to end at 3 s", labels)
 	}
 }
+
+func TestHistoryEntries(t *testing.T) {
+	w := reaper.WakeTimes{AskedAt: t0, AcceptedAt: t0.Add(time.Second), UpAt: t0.Add(3 * time.Second)}
+	w2 := w
+	w2.FirstAnswerAt = t0.Add(3500 * time.Millisecond)
+	items := []reaper.Transition{
+		{Kind: reaper.EventWake, Phases: &w}, // the platform's entry, then the first answer's
+		{Kind: reaper.EventWake, Phases: &w2},
+		{Kind: reaper.EventPrewake, Cause: "hit"},
+		{From: "Down", To: "WaitingForUp", Cause: "woken"},
+	}
+	got := mergeWakes(items)
+	if len(got) != 3 || got[0].Phases != &w2 {
+		t.Fatalf("merged history %+v: want one wake entry, the one with the first answer", got)
+	}
+	for _, tt := range []struct {
+		t            reaper.Transition
+		title, class string
+	}{
+		{got[0], "Woke in 3.5 s", "k-wake"},
+		{got[1], "Pre-wake: hit", "k-prewake"},
+		{got[2], "Down → WaitingForUp", "st-waking"},
+	} {
+		if title, class := entryTitle(tt.t), entryKind(tt.t); title != tt.title || class != tt.class {
+			t.Errorf("entry %+v: %q %q, want %q %q", tt.t, title, class, tt.title, tt.class)
+		}
+	}
+}
