@@ -233,3 +233,18 @@ func TestGuard_BearerOrSessionWithCSRFForWrites(t *testing.T) {
 		}
 	}
 }
+
+// The Bearer scheme's name is case-insensitive (RFC 9110); the token is not.
+func TestBearer(t *testing.T) {
+	for _, c := range []struct {
+		auth, token string
+		ok          bool
+	}{
+		{"Bearer abc", "abc", true}, {"bearer abc", "abc", true}, {"BEARER  abc", "abc", true},
+		{"Basic abc", "", false}, {"Bearerabc", "", false}, {"", "", false},
+	} {
+		if token, ok := bearer(c.auth); token != c.token || ok != c.ok {
+			t.Errorf("bearer(%q) = %q, %v; want %q, %v", c.auth, token, ok, c.token, c.ok)
+		}
+	}
+}

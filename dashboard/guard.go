@@ -17,7 +17,7 @@ import (
 func (d *Dashboard) Guard(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth := r.Header.Get("Authorization"); auth != "" {
-			token, ok := strings.CutPrefix(auth, "Bearer ")
+			token, ok := bearer(auth)
 			if ok && d.keys.tokenOK(token) {
 				api.ServeHTTP(w, r)
 				return
@@ -41,4 +41,14 @@ func (d *Dashboard) Guard(api http.Handler) http.Handler {
 func unauthorized(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="reaper"`)
 	httpjson.Error(w, http.StatusUnauthorized, "a valid admin token is required (Authorization: Bearer <node.admin_token>), or sign in to the dashboard at /login")
+}
+
+// bearer reads the token of an Authorization header of the Bearer scheme, whose
+// name is case-insensitive (RFC 9110 §11.1): "bearer x" and "BEARER x" too.
+func bearer(auth string) (string, bool) {
+	scheme, token, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(token, " "), true
 }
