@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,20 @@ func TestCluster_OperatorActionsFromAnyNodeOutliveTheLeader(t *testing.T) {
 	old := e.node(lead.ID)
 	followers := others(e.nodes, old)
 	app := "/api/apps/" + e.ids["web"]
+
+	// Every node exports the cluster's state: one leader, one term.
+	leaders, terms := 0.0, map[string]bool{}
+	for _, n := range e.nodes {
+		m := e.scrape(n)
+		leaders += m["reaper_leader"]
+		terms[strconv.FormatFloat(m["reaper_raft_term"], 'f', 0, 64)] = true
+		if m[`reaper_app_status{app="`+e.ids["web"]+`",status="Down"}`] != 1 {
+			t.Errorf("%s: reaper_app_status of web is not Down: %v", n.id, m[`reaper_app_status{app="`+e.ids["web"]+`",status="Down"}`])
+		}
+	}
+	if leaders != 1 || len(terms) != 1 {
+		t.Errorf("reaper_leader sums to %v over the nodes, terms %v; want one leader, one term", leaders, terms)
+	}
 
 	code, body := e.adminDo(followers[0], "POST", app+"/_hold", `{"duration": "1h", "reason": "nightly backup", "by": "ops"}`)
 	if code != 200 {
@@ -113,4 +128,17 @@ func TestCluster_OperatorActionsFromAnyNodeOutliveTheLeader(t *testing.T) {
 	if want := []string{"hold by ops", "release by ops", "sleep by alice"}; !slices.Equal(seen, want) {
 		t.Errorf("the operator's actions in the history: %q, want %q", seen, want)
 	}
+}
+
+// scrape reads node n's /metrics into series → value.
+func (e *clusterEnv) scrape(n *clusterNode) map[string]float64 {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", e.adminURL(n, "/metrics"), nil)
+	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
+	resp, err := e.admin.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		e.t.Fatalf("scrape %s: %v %v", n.id, resp, err)
+	}
+	defer resp.Body.Close()
+	return parseExposition(e.t, resp.Body)
 }
