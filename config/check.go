@@ -121,12 +121,19 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) {
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
+		firstReaper := -1
 		for j := range r.Plugins {
 			pc := &r.Plugins[j]
 			if pc.Plugin != reaper.PluginID {
 				continue
 			}
-			path := conf.Key(conf.Index(conf.Key(conf.Index("routes", i), "plugins"), j), "config")
+			plugins := conf.Key(conf.Index("routes", i), "plugins")
+			if firstReaper >= 0 {
+				errs.Add(conf.Index(plugins, j), "is a second reaper plugin on the route (the first is %s): one app per route", conf.Index(plugins, firstReaper))
+				continue
+			}
+			firstReaper = j
+			path := conf.Key(conf.Index(plugins, j), "config")
 			rc := reaper.DefaultConfig()
 			var scratch conf.Errors // its errors were reported by ValidateRoutes
 			d.Decode(&pc.Config, &rc, path, &scratch)
@@ -138,7 +145,7 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) {
 			case rc.AppID == "":
 				errs.Add(conf.Key(path, "app_id"), "is required")
 			case c.PaaS.Driver == DriverProcess && !known[rc.AppID]:
-				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.apps", strconv.Quote(rc.AppID))
+				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.apps%s", strconv.Quote(rc.AppID), didYouMean(rc.AppID, known))
 			}
 		}
 	}
@@ -159,3 +166,39 @@ func guessAppID(targets []plugin.Target) (string, bool) {
 // GuessAppID finds a Clever Cloud app id in a route's backend targets, for routes
 // whose reaper plugin does not name its app.
 func GuessAppID(r *plugin.RouteConfig) (string, bool) { return guessAppID(r.Backend.Targets) }
+
+// didYouMean suggests the known name closest to name (an edit or two away),
+// as ` (did you mean "x"?)`, or "".
+func didYouMean(name string, known map[string]bool) string {
+	best, bestD := "", 3
+	for k := range known {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD || (d == bestD && k < best) {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + strconv.Quote(best) + "?)"
+}
+
+// editDistance is the Levenshtein distance of a and b, by bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
