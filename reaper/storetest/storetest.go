@@ -57,6 +57,12 @@ func Run(t *testing.T, newStore func(t *testing.T) reaper.Store) {
 		{"Lock/ConcurrentOneWinner", testLockConcurrent},
 		{"Lock/ANewerTermTakesOver", testLockTakeover},
 		{"Settings/RoundTrip", testSettings},
+		{"Queue/RoundTripsEveryField", testQueueRoundTrip},
+		{"Queue/OrderAndAck", testQueueOrderAndAck},
+		{"Queue/EnqueueIsIdempotent", testQueueEnqueueIdempotent},
+		{"Queue/BoundDropsTheOldest", testQueueBound},
+		{"Queue/PerQueue", testQueuePerQueue},
+		{"Queue/ConcurrentEnqueues", testQueueConcurrent},
 		{"Watch/NotifiesPut", testWatch},
 		{"Context/CancelledReturnsPromptly", testCancelledContext},
 	}
