@@ -107,6 +107,7 @@ func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f f
 		return Record{}, false
 	}
 	a.Engine.Apply(next)
+	a.Engine.written(context.WithoutCancel(ctx), rec, next)
 	unlock() // before the look: the job must find the lock free
 	a.Engine.asks.look(ctx, id)
 	return next, true
@@ -146,6 +147,8 @@ func (a *AdminAPI) event(ctx context.Context, t Transition) {
 	if err := a.Store.AddEvent(context.WithoutCancel(ctx), t); err != nil {
 		a.Engine.log.Warn("adding an operator's action to the history failed", "app", t.AppID, "kind", t.Kind, "err", err)
 	}
+	rec, _ := a.Engine.Record(t.AppID)
+	a.Engine.notify(context.WithoutCancel(ctx), t, rec.Name)
 }
 
 // managed returns the app's merged policy, ok false (and a 404 written) when no
