@@ -188,4 +188,9 @@ func TestCluster_WebhookLeaderKilledWithEventsQueuedLosesNone(t *testing.T) {
 	if want := []string{"status:Down", "hold:Down", "status:WaitingForUp", "status:Up", "release:Up"}; !slices.Equal(kinds, want) {
 		t.Errorf("web's events: %q, want %q", kinds, want)
 	}
+	for _, n := range e.nodes {
+		if text := n.p.logText(); strings.Contains(text, secret) || strings.Contains(text, recv.srv.URL+"/reaper") {
+			t.Errorf("%s: the webhook's secret or URL appears in the log", n.id)
+		}
+	}
 }

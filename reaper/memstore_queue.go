@@ -23,13 +23,12 @@ func (s *MemStore) Enqueue(ctx context.Context, queue string, ev QueuedEvent, li
 		s.mu.Unlock()
 		return 0, nil
 	}
-	// A new slice every time: a snapshot being saved may share the old one.
-	events := append(slices.Clip(q.events), ev)
-	dropped := max(len(events)-limit, 0)
-	for _, old := range events[:dropped] {
+	q.events = append(q.events, ev)
+	dropped := max(len(q.events)-limit, 0)
+	for _, old := range q.events[:dropped] {
 		delete(q.ids, old.ID)
 	}
-	q.events = events[dropped:]
+	q.events = q.events[dropped:]
 	q.ids[ev.ID] = true
 	s.gen++
 	s.mu.Unlock()
@@ -63,9 +62,13 @@ func (s *MemStore) Ack(ctx context.Context, queue, id string) error {
 		s.mu.Unlock()
 		return nil
 	}
-	i := slices.IndexFunc(q.events, func(ev QueuedEvent) bool { return ev.ID == id })
-	// A new slice, as in Enqueue.
-	q.events = slices.Concat(q.events[:i], q.events[i+1:])
+	// The oldest event is the one usually done with: dropping it is a reslice.
+	if i := slices.IndexFunc(q.events, func(ev QueuedEvent) bool { return ev.ID == id }); i == 0 {
+		q.events[0] = QueuedEvent{} // let its strings go
+		q.events = q.events[1:]
+	} else {
+		q.events = slices.Delete(q.events, i, i+1)
+	}
 	delete(q.ids, id)
 	if len(q.events) == 0 {
 		delete(s.queues, queue)

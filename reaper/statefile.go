@@ -200,10 +200,10 @@ func (s *MemStore) snapshotLocked() *stateFile {
 		st.History[app] = h[:len(h):len(h)]
 	}
 	if len(s.queues) > 0 {
-		// Shared like the history: Enqueue and Ack make new slices.
+		// Copied, unlike the history: Enqueue and Ack change them in place.
 		st.Queues = make(map[string][]QueuedEvent, len(s.queues))
 		for name, q := range s.queues {
-			st.Queues[name] = q.events
+			st.Queues[name] = slices.Clone(q.events)
 		}
 	}
 	for app, at := range s.access {

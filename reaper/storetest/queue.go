@@ -172,3 +172,26 @@ func testQueueConcurrent(t *testing.T, s reaper.Store) {
 		t.Fatalf("Pending = %d events, %v; want 20 (each queued twice)", len(evs), err)
 	}
 }
+
+// A window as large as the deliverer reads, drained from the front: the
+// order holds throughout.
+func testQueueDrain(t *testing.T, s reaper.Store) {
+	const n = 300
+	for i := range n {
+		mustEnqueue(t, s, "ops", queuedEvent("a", i), 10_000)
+	}
+	for i := range n {
+		limit := 1
+		if i%100 == 0 {
+			limit = n // the whole window, now and then
+		}
+		evs, err := s.Pending(t.Context(), "ops", limit)
+		if err != nil || len(evs) != min(limit, n-i) || evs[0].ID != queuedEvent("a", i).ID {
+			t.Fatalf("Pending(%d) after %d acks: %d events, %v; want %d from event %d", limit, i, len(evs), err, min(limit, n-i), i)
+		}
+		mustAck(t, s, "ops", evs[0].ID)
+	}
+	if got := pendingIDs(t, s, "ops", n); got != "" {
+		t.Errorf("drained queue = %q", got)
+	}
+}

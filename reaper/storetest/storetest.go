@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reaper.Store) {
 		{"Queue/BoundDropsTheOldest", testQueueBound},
 		{"Queue/PerQueue", testQueuePerQueue},
 		{"Queue/ConcurrentEnqueues", testQueueConcurrent},
+		{"Queue/DrainsInOrder", testQueueDrain},
 		{"Watch/NotifiesPut", testWatch},
 		{"Context/CancelledReturnsPromptly", testCancelledContext},
 	}

@@ -34,10 +34,9 @@ return over
 var pendingScript = valkey.NewLuaScript(`
 local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
 local out = {}
-if #ids == 0 then return out end
-local raws = redis.call('HMGET', KEYS[2], unpack(ids))
-for i = 1, #raws do
-  if raws[i] then out[#out + 1] = raws[i] end
+for _, id in ipairs(ids) do
+  local raw = redis.call('HGET', KEYS[2], id)
+  if raw then out[#out + 1] = raw end
 end
 return out
 `)
