@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,8 +24,14 @@ func scrape(t *testing.T, p *reaperProc) map[string]float64 {
 		t.Fatalf("scrape: %v %v", resp, err)
 	}
 	defer resp.Body.Close()
+	return parseExposition(t, resp.Body)
+}
+
+// parseExposition reads the Prometheus text format into series → value.
+func parseExposition(t *testing.T, r io.Reader) map[string]float64 {
+	t.Helper()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -113,5 +120,69 @@ func TestReaper_MetricsMoveAsDocumented(t *testing.T) {
 	}
 	if got := final[`reaper_requests_total{answer="proxied",class="api",route="web"}`]; got != 300 {
 		t.Errorf("proxied requests counted %v, want 300", got)
+	}
+}
+
+// adminPost calls an action on the node's admin API.
+func adminPost(t *testing.T, p *reaperProc, method, path, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+p.admin+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// Held requests show as held and parked while the app boots; a hold shows its
+// expiry; an operator's sleep counts as one, with its stop call; the time asleep
+// is counted as saved.
+func TestReaper_MetricsOfHoldsAndSleeps(t *testing.T) {
+	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "1500ms"`}
+	cfg := strings.Replace(reaperConfig(a), "  shutdown_timeout: 5s\n", "  shutdown_timeout: 5s\n  admin_token: "+e2eAdminToken+"\n", 1)
+	p := startReaper(t, t.TempDir(), cfg)
+	p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["to"] == "Down" }, 10*time.Second)
+
+	done := make(chan int, 3)
+	for range 3 {
+		go func() {
+			code, _, _ := getApp(t, p, "web.test")
+			done <- code
+		}()
+	}
+	testwait.For(t, 5*time.Second, "three held requests in the metrics", func() bool {
+		m := scrape(t, p)
+		return m[`reaper_held_requests{app="web"}`] == 3 && m["reaper_parked_requests"] == 3
+	})
+	for range 3 {
+		if code := <-done; code != 200 {
+			t.Fatalf("held request: %d", code)
+		}
+	}
+	if code := adminPost(t, p, "POST", "/api/apps/web/_hold", `{"duration": "2h"}`); code != 200 {
+		t.Fatalf("hold: %d", code)
+	}
+	m := scrape(t, p)
+	if exp := m[`reaper_app_hold_expiry_timestamp_seconds{app="web"}`]; exp < float64(time.Now().Add(119*time.Minute).Unix()) {
+		t.Fatalf("hold expiry %v; want about two hours from now", exp)
+	}
+	if code := adminPost(t, p, "POST", "/api/apps/web/_sleep?force=true", ""); code != 202 {
+		t.Fatalf("sleep: %d", code)
+	}
+	testwait.For(t, 10*time.Second, "the sleep counted and some time saved", func() bool {
+		m = scrape(t, p)
+		return m[`reaper_sleeps_total{app="web",cause="operator"}`] == 1 && m[`reaper_saved_seconds_total{app="web"}`] > 0
+	})
+	if m[`reaper_paas_calls_total{call="stop",driver="process",outcome="ok"}`] != 1 || m[`reaper_app_status{app="web",status="Down"}`] != 1 {
+		t.Errorf("after the sleep: stop calls %v, Down %v; want 1 and 1",
+			m[`reaper_paas_calls_total{call="stop",driver="process",outcome="ok"}`], m[`reaper_app_status{app="web",status="Down"}`])
+	}
+	if _, ok := m[`reaper_app_hold_expiry_timestamp_seconds{app="web"}`]; ok {
+		t.Errorf("a forced sleep ended the hold, yet its expiry is still exported")
+	}
+	if _, ok := m[`reaper_savings_total{app="web",currency="EUR"}`]; !ok {
+		t.Errorf("no reaper_savings_total for the app in EUR (the process driver's default currency)")
 	}
 }

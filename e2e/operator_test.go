@@ -61,6 +61,9 @@ func TestReaper_AWakeIsTimedPhaseByPhaseAndStreamed(t *testing.T) {
 		t.Fatalf("held request: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	if st := resp.Header.Get("Server-Timing"); !strings.Contains(st, "reaper-wake;dur=") || !strings.Contains(st, "reaper-boot;dur=") {
+		t.Errorf("the held request's answer has Server-Timing %q; want the wake and its phases", st)
+	}
 
 	var got struct {
 		Wakes []struct {

@@ -182,7 +182,8 @@ func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	rec, _ := a.Engine.Record(id)
-	// Told before the ask, so that it comes before what the job does about it.
+	// In the history before the ask: the job must not take it for a visit, and
+	// it comes before what the job does about it.
 	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: body.By, Cause: "wake asked"})
 	a.Engine.asks.askNow(a.Engine.app(id), now)
 	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true, "status": rec.Status})
@@ -320,9 +321,6 @@ func (a *AdminAPI) hold(w http.ResponseWriter, r *http.Request) {
 	})
 	if !done {
 		return
-	}
-	if rec.Status.Asleep() {
-		a.Engine.asks.askNow(a.Engine.app(id), rec.Hold.Since)
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "status": rec.Status, "hold": rec.Hold})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/reapergw/reaper/page"
 	"github.com/reapergw/reaper/plugin"
@@ -17,6 +18,10 @@ const (
 	HeaderReaper = "CleverCloud-Reaper"
 	// HeaderStatus marks every answer the gateway gives in place of the app.
 	HeaderStatus = "CleverCloud-Reaper-Status"
+	// HeaderETA, on an answer given while the app wakes, is how many more
+	// seconds the wake should take by the app's recent boots (absent until one
+	// was measured).
+	HeaderETA = "Reaper-Wake-ETA"
 )
 
 // retryAfter is what sleeping apps' answers tell clients to wait, in seconds.
@@ -74,9 +79,11 @@ const (
 var outcomeOf = [...]string{replyStatus: OutcomeStatus, replyPoll: OutcomeStatus, replyMonitoring: OutcomeMonitoring,
 	replyWaitingPage: OutcomeWaitingPage, replyUnavailable: OutcomeUnavailable, replyForward: "", replyForwardQuiet: "", replyHold: ""}
 
+// statusAnswer says the app's status as the reference does: WaitingForInit (an
+// app not observed yet) shows as Up, in the JSON as in the header.
 func (p *Plugin) statusAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 	return answer(ex, http.StatusOK, st, map[string]any{
-		"status": string(st), "ready_delay_ms": p.readyDelay.Milliseconds(),
+		"status": st.Marker(), "ready_delay_ms": p.readyDelay.Milliseconds(),
 	})
 }
 
@@ -91,9 +98,17 @@ func (p *Plugin) monitoringAnswer(ex *plugin.Exchange, st Status) *plugin.Answer
 }
 
 func (p *Plugin) unavailableAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
-	return answer(ex, http.StatusServiceUnavailable, st, map[string]any{
-		"error": "the application is waking up, retry later", "status": string(st),
-	})
+	body := map[string]any{"error": "the application is waking up, retry later", "status": string(st)}
+	eta, known := p.engine.retryAfterSeconds(p.app.id, time.Now())
+	if known {
+		body["eta_seconds"], _ = strconv.Atoi(eta)
+	}
+	a := answer(ex, http.StatusServiceUnavailable, st, body)
+	if known {
+		a.Header.Set("Retry-After", eta)
+		a.Header.Set(HeaderETA, eta)
+	}
+	return a
 }
 
 func (p *Plugin) failedAnswer(ex *plugin.Exchange) *plugin.Answer {

@@ -51,6 +51,9 @@ type Config struct {
 	WaitingPageFile string `yaml:"waiting_page_file"`
 	// MaxHeld bounds the requests held for the app on this node.
 	MaxHeld int `yaml:"max_held"`
+	// Prewake is "learn" to start the app before the visits that recur (in
+	// Timezone), "" or "off" not to.
+	Prewake string `yaml:"prewake"`
 
 	mustBeUp []Range
 	page     *templates.Page
@@ -118,6 +121,9 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 	}
 	if c.MaxHeld < 1 {
 		errs.Add(conf.Key(path, "max_held"), "must be at least 1")
+	}
+	if c.Prewake != "" && c.Prewake != "off" && c.Prewake != PrewakeLearn {
+		errs.Add(conf.Key(path, "prewake"), "%s is not a pre-wake mode (use learn, or off)", strconv.Quote(c.Prewake))
 	}
 	if _, err := time.LoadLocation(c.Timezone); err != nil {
 		errs.Add(conf.Key(path, "timezone"), "%s is not a known time zone (use an IANA name such as Europe/Paris)", strconv.Quote(c.Timezone))
@@ -226,9 +232,14 @@ func regexpReason(err error) string {
 
 // policy returns the decision policy of this route alone.
 func (c *Config) policy() Policy {
-	return Policy{
+	p := Policy{
 		GracePeriod: c.GracePeriod.D(),
 		FailTimeout: c.FailTimeout.D(),
 		MustBeUp:    c.mustBeUp,
+		Prewake:     c.Prewake == PrewakeLearn,
 	}
+	if loc, err := time.LoadLocation(c.Timezone); err == nil && p.Prewake {
+		p.Location = loc
+	}
+	return p
 }

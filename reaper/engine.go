@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -91,6 +92,7 @@ type app struct {
 	appAsks
 	appHolds
 	awake       appAwake
+	boots       bootRing
 	firstAnswer atomic.Int64 // Wake.AskedAt (unix nanoseconds) of the wake whose first answer this node recorded
 
 	// guarded by Engine.mu
@@ -215,6 +217,8 @@ func mergePolicy(a, b Policy) Policy {
 		GracePeriod: max(a.GracePeriod, b.GracePeriod),
 		FailTimeout: max(a.FailTimeout, b.FailTimeout),
 		MustBeUp:    append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
+		Prewake:     a.Prewake || b.Prewake,
+		Location:    cmp.Or(a.Location, b.Location),
 	}
 }
 
@@ -284,6 +288,7 @@ func (e *Engine) Apply(rec Record) {
 		if a.rec.CompareAndSwap(cur, &rec) {
 			if rec.Status == StatusUp && (cur == nil || cur.Status != StatusUp) {
 				a.awake.reset(time.Unix(0, a.upSeen.Load()))
+				a.learnBoot(&rec)
 			}
 			if cur != nil {
 				e.recordEvents(cur, &rec)
@@ -342,6 +347,7 @@ func (e *Engine) Run(ctx context.Context) {
 		})
 	}
 	e.pollAll(ctx)
+	e.loadBoots(ctx)
 	poll := time.NewTicker(e.opts.PollInterval)
 	defer poll.Stop()
 	flush := time.NewTicker(e.opts.FlushInterval)
@@ -357,6 +363,7 @@ func (e *Engine) Run(ctx context.Context) {
 			e.refreshOne(ctx, id)
 		case <-poll.C:
 			e.pollAll(ctx)
+			e.loadBoots(ctx) // the apps of routes added by a reload
 		case <-flush.C:
 			e.Flush(ctx)
 		case <-e.flushNow:

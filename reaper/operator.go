@@ -56,6 +56,8 @@ type WakeTimes struct {
 	AcceptedAt    time.Time `json:"accepted_at,omitzero"`
 	UpAt          time.Time `json:"up_at,omitzero"`
 	FirstAnswerAt time.Time `json:"first_answer_at,omitzero"`
+	// Prewake: the wake was a learned pre-wake, not a request's.
+	Prewake bool `json:"prewake,omitempty"`
 }
 
 // Phase names, as events, history and the API give them.

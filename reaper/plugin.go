@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/reapergw/reaper/plugin"
@@ -97,6 +98,11 @@ func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 			return answer, nil
 		}
 		return p.holdThenAdmit(ex)
+	}
+	if strings.HasPrefix(ex.Request.URL.Path, WellKnownPrefix) {
+		if answer, ok := p.wellKnown(ex); ok {
+			return answer, nil
+		}
 	}
 	k := p.classify(ex.Request)
 	ex.Class = kindNames[k]
@@ -188,7 +194,11 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 			resp.Header.Set("Connection", "close")
 		}
 		if answered {
-			p.engine.wakeAnswered(p.app, time.Now())
+			now := time.Now()
+			p.engine.wakeAnswered(p.app, now)
+			if st := serverTiming(p.app.rec.Load(), now); st != "" {
+				resp.Header.Add("Server-Timing", st)
+			}
 		}
 	}
 	if !notReady {

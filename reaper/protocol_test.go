@@ -1,11 +1,14 @@
 package reaper
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas/paastest"
 	"github.com/reapergw/reaper/plugin"
 )
 
@@ -132,4 +135,54 @@ func TestAnswer_EveryReplyHasOne(t *testing.T) {
 	if _, err := p.answer(&plugin.Exchange{Request: httptest.NewRequest(http.MethodGet, "/", nil), ID: "r"}, replyForward, StatusUp); err == nil {
 		t.Error("answer(forward) gave no error; forwarding has no answer")
 	}
+}
+
+// The well-known status path is reaper's own answer on every managed host: the
+// app's status for monitors that cannot send a header, never a wake, never
+// traffic, 503 only in Error.
+func TestWellKnownStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("app")
+		e := newEnv(t, fake, "")
+		p := e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		for _, method := range []string{"GET", "HEAD"} {
+			r := do(context.Background(), p, httptest.NewRequest(method, WellKnownStatusPath, nil), false)
+			if r.status() != 200 || r.json(t)["status"] != "Down" || r.json(t)["asleep"] != true || r.answer.Header.Get(HeaderStatus) != "Down" {
+				t.Fatalf("%s while asleep: %d %s", method, r.status(), r.answer.Body)
+			}
+		}
+		if r := do(context.Background(), p, httptest.NewRequest("POST", WellKnownStatusPath, nil), false); r.status() != 405 || r.answer.Header.Get("Allow") != "GET, HEAD" {
+			t.Fatalf("POST: %d %v", r.status(), r.answer.Header)
+		}
+		settle()
+		if n := fake.Count("start", "app"); n != 0 {
+			t.Fatalf("the status path woke the app (%d starts)", n)
+		}
+		if la, _ := e.engine.LocalTraffic("app"); !la.IsZero() {
+			t.Fatalf("the status path counted as traffic (last access %v)", la)
+		}
+		e.engine.Apply(Record{AppID: "app", Status: StatusError, ErrorCause: "boom", Revision: 99, Term: 99})
+		if r := do(context.Background(), p, httptest.NewRequest("GET", WellKnownStatusPath, nil), false); r.status() != 503 || r.json(t)["status"] != "Error" {
+			t.Fatalf("in Error: %d %s; want 503", r.status(), r.answer.Body)
+		}
+	})
+}
+
+// A status request for an app not observed yet says Up, in its JSON as in its
+// header, as the reference reaper does.
+func TestStatusAnswer_WaitingForInitShowsAsUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("app"), "")
+		p := e.route(config("app"))
+		// Not started: the app stays WaitingForInit.
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set(HeaderReaper, "status")
+		r := do(context.Background(), p, req, false)
+		if r.status() != 200 || r.json(t)["status"] != "Up" || r.answer.Header.Get(HeaderStatus) != "Up" {
+			t.Fatalf("status of an app not observed yet: %d %s, marker %q; want Up in both", r.status(), r.answer.Body, r.answer.Header.Get(HeaderStatus))
+		}
+	})
 }

@@ -79,6 +79,22 @@ func (p Policy) KeepUp(now time.Time) bool {
 	return false
 }
 
+// KeepUpUntil is when the keep-up ranges that contain now stop keeping the app
+// up: the first minute from now that no range contains (now itself when none
+// does). ok is false when they keep it up for more than a week: always.
+func (p Policy) KeepUpUntil(now time.Time) (time.Time, bool) {
+	t := now
+	if p.KeepUp(t) {
+		t = t.Truncate(time.Minute)
+	}
+	for limit := now.Add(8 * 24 * time.Hour); t.Before(limit); t = t.Add(time.Minute) {
+		if !p.KeepUp(t) {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // ErrBadRange is wrapped by every error of ParseRange.
 var ErrBadRange = errors.New("reaper: bad keep-up range")
 

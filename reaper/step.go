@@ -29,6 +29,8 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	if !ok {
 		return
 	}
+	in.Prewake = j.prewakeDue(ctx, t, now)
+	j.prewakeOutcome(ctx, t, rec, in, now)
 	next, act := Decide(rec, in, now, t.policy)
 	next.Term = term
 	j.act(ctx, lock, t, rec, next, act, in, pd, now)
@@ -380,6 +382,9 @@ func (j *Job) start(ctx context.Context, lock *heldLock, t target, prev, next Re
 	}
 	if served {
 		j.clearAsk(ctx, t.app.ID, now)
+	}
+	if err == nil {
+		j.noteArrival(ctx, t, next)
 	}
 }
 

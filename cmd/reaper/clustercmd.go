@@ -3,17 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"text/tabwriter"
-	"time"
 
-	"github.com/reapergw/reaper/config"
 	"github.com/reapergw/reaper/leader"
 )
 
@@ -27,6 +23,8 @@ The commands talk to the admin listener of the node whose configuration FILE is
 to the leader. With cluster.tls, they talk HTTPS and trust cluster.tls.ca; the
 node's certificate must name the host of its api_addr in cluster.peers (else the
 host of node.admin_listen, 127.0.0.1 when it listens on every address).
+Instead of --config, --admin URL and --token (or $REAPER_ADMIN_URL and
+$REAPER_ADMIN_TOKEN; --cacert FILE for https://) name any node's admin API.
 `
 
 // clusterCmd asks the node of a configuration for the cluster's status, or to
@@ -40,7 +38,7 @@ func clusterCmd(ctx context.Context, args []string, env func(string) (string, bo
 	if err != nil {
 		return err
 	}
-	admin, err := nodeAdmin(f.config, env, stderr)
+	admin, err := f.target.client("reaper cluster "+sub, env, stderr)
 	if err != nil {
 		return err
 	}
@@ -50,7 +48,7 @@ func clusterCmd(ctx context.Context, args []string, env func(string) (string, bo
 	}
 	code, out, err := admin.call(ctx, req.method, req.path, req.body)
 	if err != nil {
-		fmt.Fprintf(stderr, "reaper cluster %s: the node at %s could not be reached: %v\n", sub, admin.base, err)
+		fmt.Fprintf(stderr, "reaper cluster %s: the node at %s could not be reached: %s\n", sub, admin.base, admin.redact(err.Error()))
 		return exitCode(1)
 	}
 	return printClusterAnswer(sub, code, out, stdout, stderr)
@@ -73,86 +71,21 @@ func clusterHelp(args []string, stdout, stderr io.Writer) error {
 // clusterFlags are the options of the cluster commands; which ones a command
 // needs is checked by clusterRequest.
 type clusterFlags struct {
-	config, id, raftAddr, apiAddr string
+	target                *adminTarget
+	id, raftAddr, apiAddr string
 }
 
-// parseClusterFlags parses the options of `reaper cluster sub`; --config is
-// required by every command.
+// parseClusterFlags parses the options of `reaper cluster sub`.
 func parseClusterFlags(sub string, args []string, stdout, stderr io.Writer) (clusterFlags, error) {
 	fs := newFlags("cluster "+sub, "cluster "+sub+" --config FILE [options]", stdout, stderr)
-	path := fs.String("config", "", "the configuration of the node to ask (required)")
+	target := addAdminFlags(fs)
 	id := fs.String("id", "", "join, remove: the member's node id")
 	raftAddr := fs.String("raft-addr", "", "join: the member's Raft address")
 	apiAddr := fs.String("api-addr", "", "join: the member's admin listener address")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return clusterFlags{}, err
 	}
-	if *path == "" {
-		fmt.Fprintf(stderr, "reaper cluster %s: --config is required\n", sub)
-		return clusterFlags{}, exitCode(2)
-	}
-	return clusterFlags{config: *path, id: *id, raftAddr: *raftAddr, apiAddr: *apiAddr}, nil
-}
-
-// nodeAdmin loads the node's configuration at path and returns a client of its
-// admin listener, which the commands need, with its token.
-func nodeAdmin(path string, env func(string) (string, bool), stderr io.Writer) (adminClient, error) {
-	cfg, err := loadConfig(path, env)
-	if err != nil {
-		printConfigErrors(stderr, path, err)
-		return adminClient{}, exitCode(1)
-	}
-	if cfg.Node.AdminListen == "" || !cfg.Node.AdminToken.IsSet() {
-		fmt.Fprintln(stderr, "reaper cluster: the node needs node.admin_listen and node.admin_token for these commands")
-		return adminClient{}, exitCode(1)
-	}
-	a, err := newAdminClient(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "reaper cluster: %v\n", err)
-		return adminClient{}, exitCode(1)
-	}
-	return a, nil
-}
-
-// newAdminClient is a client of the node's admin listener: over HTTPS, trusting
-// cluster.tls.ca, when the cluster has TLS.
-func newAdminClient(cfg *config.Config) (adminClient, error) {
-	host, port, _ := net.SplitHostPort(cfg.Node.AdminListen)
-	// A node listening on every address is asked on loopback.
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	addr := net.JoinHostPort(host, port)
-	a := adminClient{base: "http://" + addr, token: cfg.Node.AdminToken.Reveal(), client: http.DefaultClient}
-	if cfg.Cluster == nil || cfg.Cluster.TLS == nil {
-		return a, nil
-	}
-	cas, err := leader.LoadCAs(cfg.Cluster.TLS.CA)
-	if err != nil {
-		return adminClient{}, fmt.Errorf("cluster.tls.ca: %w", err)
-	}
-	a.base = "https://" + addr
-	a.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		RootCAs:    cas,
-		ServerName: adminName(cfg, host),
-	}}}
-	return a, nil
-}
-
-// adminName is the name the node's certificate is checked against: the host the
-// other nodes dial for its API (its api_addr in cluster.peers), which the
-// configuration check makes sure it names; for a node not in its own peers, the
-// host dialled.
-func adminName(cfg *config.Config, dialled string) string {
-	for _, p := range cfg.Cluster.Peers {
-		if p.ID == cfg.Node.ID {
-			if host, _, err := net.SplitHostPort(p.APIAddr); err == nil {
-				return host
-			}
-		}
-	}
-	return dialled
+	return clusterFlags{target: target, id: *id, raftAddr: *raftAddr, apiAddr: *apiAddr}, nil
 }
 
 // clusterReq is the admin API call that a cluster command makes.
@@ -184,37 +117,6 @@ func clusterRequest(sub string, f clusterFlags, stderr io.Writer) (clusterReq, e
 		fmt.Fprintf(stderr, "reaper cluster: unknown command %q\n\n%s", sub, clusterUsage)
 		return clusterReq{}, exitCode(2)
 	}
-}
-
-// adminClient calls a node's admin API.
-type adminClient struct {
-	base   string // http://host:port, or https:// with cluster.tls
-	token  string
-	client *http.Client
-}
-
-// call sends the request, with body as JSON unless it is nil, and returns the
-// status and up to 1 MiB of the answer. It gives up after 15 s.
-func (a adminClient) call(ctx context.Context, method, p string, body any) (int, []byte, error) {
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, a.base+p, r)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, out, err
 }
 
 // printClusterAnswer prints the cluster's status that the node answered to the

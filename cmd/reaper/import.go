@@ -16,21 +16,22 @@ import (
 
 func importCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("import-otoroshi", "import-otoroshi FILE", stdout, stderr)
-	if err := fs.Parse(args); err != nil {
-		return parseFlags(fs, args, stdout)
+	files, err := parseArgs(fs, args, stdout, 0, -1)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
+	if len(files) != 1 {
 		fmt.Fprintln(stderr, "reaper import-otoroshi: give one file: an Otoroshi route export (JSON, one route or a list)")
 		return exitCode(2)
 	}
-	data, err := os.ReadFile(fs.Arg(0))
+	data, err := os.ReadFile(files[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "reaper import-otoroshi:", err)
 		return exitCode(1)
 	}
 	out, skipped, err := importOtoroshi(data)
 	if err != nil {
-		fmt.Fprintf(stderr, "reaper import-otoroshi: %s: %v\n", fs.Arg(0), err)
+		fmt.Fprintf(stderr, "reaper import-otoroshi: %s: %v\n", files[0], err)
 		return exitCode(1)
 	}
 	for _, s := range skipped {

@@ -3,6 +3,7 @@
 //
 //	reaper serve --config FILE    run the gateway
 //	reaper check --config FILE    check a configuration file and exit
+//	reaper apps, app, wake, …     operate the apps through a node's admin API
 //	reaper version                print the version
 package main
 
@@ -50,8 +51,35 @@ Usage:
   reaper import-otoroshi FILE
   reaper version
 
+Operating the apps, through a node's admin API:
+  reaper apps                            every app: status, clocks, holds
+  reaper app ID                          one app
+  reaper wake ID [--wait]                wake it (and wait until it is Up)
+  reaper sleep ID [--force]              put it to sleep now
+  reaper hold ID DURATION [--reason …]   keep it awake for DURATION (6h, 90m, 2d)
+  reaper release ID                      end its hold
+  reaper reset ID                        put it (in Error) back to WaitingForInit
+  reaper history ID [--page N]           its history, newest first
+  reaper events [--app ID]               follow the node's events
+  reaper savings                         what sleeping saved
+
+They find the admin API with --admin URL and --token (or $REAPER_ADMIN_URL and
+$REAPER_ADMIN_TOKEN), or with --config FILE, a node's configuration. --json
+prints the API's JSON. A job that needs an app awake:
+  reaper hold db 6h --reason backup --wait && backup; reaper release db
+
+Exit status of these: 0 done, 1 refused by the API, 2 usage error, 3 admin API
+unreachable or failing (5xx), 4 not found, 5 conflict (e.g. sleep refused),
+6 wake --wait timed out, 7 wake --wait: the app is in Error.
+
 Run 'reaper COMMAND --help' for a command's options.
 `
+
+// adminCommands are the commands on the admin API, by name.
+var adminCommands = map[string]func(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error{
+	"apps": appsCmd, "app": appCmd, "wake": wakeCmd, "sleep": sleepCmd, "hold": holdCmd,
+	"release": releaseCmd, "reset": resetCmd, "history": historyCmd, "events": eventsCmd, "savings": savingsCmd,
+}
 
 // run is the whole program, with its environment passed in so that tests can run
 // it: ctx ends on SIGTERM or SIGINT.
@@ -59,6 +87,9 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitCode(2)
+	}
+	if cmd, ok := adminCommands[args[0]]; ok {
+		return cmd(ctx, args[1:], env, stdout, stderr)
 	}
 	switch args[0] {
 	case "serve":
@@ -86,28 +117,64 @@ func newFlags(name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: reaper %s\n\nOptions:\n", synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: reaper %s\n", synopsis)
+		has := false
+		fs.VisitAll(func(*flag.Flag) { has = true })
+		if has {
+			fmt.Fprint(fs.Output(), "\nOptions:\n")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
 }
 
-// parseFlags parses args; --help prints the usage to stdout and ends with status 0.
+// parseFlags parses args, which hold options only; see parseArgs.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitCode(0)
+	_, err := parseArgs(fs, args, stdout, 0, 0)
+	return err
+}
+
+// parseArgs parses options and positional arguments in any order (options may
+// follow the arguments: `reaper hold db 6h --reason backup`; after "--" all are
+// arguments) and returns the arguments. --help prints the usage once, to stdout,
+// and ends with status 0; an unknown option, or fewer than least or more than
+// most arguments (most < 0: any number), prints the problem and the usage once,
+// to stderr, and ends with status 2.
+func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer, least, most int) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {} // the flag package would print it on every error; it is printed once below
+	defer func() { fs.Usage = usage }()
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(stdout)
+				usage()
+				return nil, exitCode(0)
+			}
+			usage()
+			return nil, exitCode(2)
 		}
-		return exitCode(2)
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return exitCode(2)
+	switch {
+	case len(pos) < least:
+		fmt.Fprintf(fs.Output(), "missing argument: %d needed\n", least)
+	case most >= 0 && len(pos) > most:
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", pos[most])
+	default:
+		return pos, nil
 	}
-	return nil
+	usage()
+	return nil, exitCode(2)
 }
 
 func versionCmd(args []string, stdout, stderr io.Writer) error {

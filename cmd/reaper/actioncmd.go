@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/reapergw/reaper/reaper"
+)
+
+// The admin commands that act on an app: wake, sleep, hold, release, reset. Each
+// sends who does it (--by, the OS user by default), which the app's history keeps.
+
+// actionAnswer is what the actions answer (each fills some of it).
+type actionAnswer struct {
+	AppID      string           `json:"app_id"`
+	Status     reaper.Status    `json:"status"`
+	Hold       *reaper.KeepWarm `json:"hold"`
+	SleepAsked *reaper.SleepAsk `json:"sleep_asked"`
+	Open       int              `json:"open"`
+	Released   bool             `json:"released"`
+}
+
+// act sends the action (POST or DELETE path with body and who does it) and
+// returns its answer, printing it as it is with --json.
+func (c *cli) act(ctx context.Context, method, path string, body map[string]string) (actionAnswer, []byte, error) {
+	if body == nil {
+		body = map[string]string{}
+	}
+	body["by"] = c.by
+	raw, err := c.call(ctx, method, path, body)
+	if err != nil {
+		return actionAnswer{}, nil, err
+	}
+	var a actionAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		fmt.Fprintf(c.stderr, "%s: unexpected answer: %v\n", c.prog, err)
+		return actionAnswer{}, nil, exitCode(exitUnreachable)
+	}
+	return a, raw, nil
+}
+
+func wakeCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
+	c, fs := newCLI("wake", "wake ID [--wait [--timeout 2m]] [options]",
+		"Asks for the app's wake, as a request would. With --wait, follows the app until it\n"+
+			"is Up: exit 0 then, 6 if it is not Up before --timeout, 7 if it is in Error.", env, stdout, stderr)
+	c.addBy(fs)
+	wait, timeout := addWait(fs)
+	pos, err := c.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	a, raw, err := c.act(ctx, http.MethodPost, appPath(pos[0], "/_wake"), nil)
+	switch {
+	case err != nil:
+		return err
+	case *wait:
+		if !c.json {
+			fmt.Fprintf(stdout, "%s: wake asked (%s); waiting until it is Up\n", a.AppID, a.Status)
+		}
+		return c.waitUp(ctx, pos[0], start, *timeout)
+	case c.json:
+		return c.printJSON(raw)
+	}
+	fmt.Fprintf(stdout, "%s: wake asked (%s)\n", a.AppID, a.Status)
+	return nil
+}
+
+// addWait adds --wait and --timeout.
+func addWait(fs *flag.FlagSet) (wait *bool, timeout *time.Duration) {
+	wait = fs.Bool("wait", false, "wait until the app is Up (exit 6 past --timeout, 7 if it is in Error); with --json, print the app then")
+	timeout = fs.Duration("timeout", 2*time.Minute, "with --wait: how long to wait")
+	return wait, timeout
+}
+
+// waitPoll is how often --wait reads the app.
+const waitPoll = 250 * time.Millisecond
+
+// waitUp reads the app until it is Up (status 0, printing the app with --json),
+// in Error (exitAppError) or timeout has passed since start (exitTimeout).
+func (c *cli) waitUp(ctx context.Context, id string, start time.Time, timeout time.Duration) error {
+	wctx, cancel := context.WithDeadline(ctx, start.Add(timeout))
+	defer cancel()
+	tick := time.NewTicker(waitPoll)
+	defer tick.Stop()
+	var last reaper.Status
+	for {
+		status, raw, err := c.admin.call(wctx, http.MethodGet, appPath(id), nil)
+		if wctx.Err() != nil {
+			break
+		}
+		if err != nil || status != http.StatusOK {
+			return c.fail(status, raw, err)
+		}
+		var a reaper.AppView
+		if err := json.Unmarshal(raw, &a); err != nil {
+			fmt.Fprintf(c.stderr, "%s: unexpected answer: %v\n", c.prog, err)
+			return exitCode(exitUnreachable)
+		}
+		switch {
+		case a.Status == reaper.StatusUp && c.json:
+			return c.printJSON(raw)
+		case a.Status == reaper.StatusUp:
+			fmt.Fprintf(c.stdout, "%s: Up after %s\n", id, seconds(time.Since(start).Seconds()))
+			return nil
+		case a.Status == reaper.StatusError:
+			fmt.Fprintf(c.stderr, "%s: %s is in Error: %s; `reaper reset %s` puts it back\n", c.prog, id, orDash(a.ErrorCause), id)
+			return exitCode(exitAppError)
+		case a.Status != last && !c.json:
+			fmt.Fprintf(c.stdout, "%s: %s\n", id, a.Status)
+		}
+		last = a.Status
+		select {
+		case <-wctx.Done():
+		case <-tick.C:
+		}
+		if wctx.Err() != nil {
+			break
+		}
+	}
+	why := "not Up after " + timeout.String()
+	if errors.Is(ctx.Err(), context.Canceled) {
+		why = "stopped waiting"
+	}
+	fmt.Fprintf(c.stderr, "%s: %s: %s (last seen %s)\n", c.prog, id, why, orDash(string(last)))
+	return exitCode(exitTimeout)
+}
+
+func sleepCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
+	c, fs := newCLI("sleep", "sleep ID [--force] [options]",
+		"Puts the app to sleep now, once nothing is in flight. The API refuses (exit 5, with\n"+
+			"the reason) when the app is not Up, has open requests, is in a keep-up range or\n"+
+			"held awake; --force overrides the last three (ending the hold), yet never cuts a\n"+
+			"request: the app sleeps once they end.", env, stdout, stderr)
+	c.addBy(fs)
+	force := fs.Bool("force", false, "put it to sleep even when busy, held or in a keep-up range")
+	pos, err := c.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	q := ""
+	if *force {
+		q = "?force=true"
+	}
+	a, raw, err := c.act(ctx, http.MethodPost, appPath(pos[0], "/_sleep", q), nil)
+	switch {
+	case err != nil:
+		return err
+	case c.json:
+		return c.printJSON(raw)
+	}
+	msg := a.AppID + ": going to sleep"
+	if a.Open > 0 {
+		msg += fmt.Sprintf(" once its %d open requests or connections end", a.Open)
+	}
+	fmt.Fprintln(stdout, msg)
+	return nil
+}
+
+func holdCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
+	c, fs := newCLI("hold", "hold ID DURATION [--reason TEXT] [--wait [--timeout 2m]] [options]",
+		"Keeps the app awake for DURATION (6h, 90m, 2d; from 1m to 90d), waking it if it\n"+
+			"sleeps. A new hold replaces the app's current one. With --wait, returns once the\n"+
+			"app is Up. For a job that needs the app:\n"+
+			"  reaper hold db 6h --reason backup --wait && backup; reaper release db", env, stdout, stderr)
+	c.addBy(fs)
+	reason := fs.String("reason", "", "why, kept with the hold and in the history (up to 200 characters)")
+	wait, timeout := addWait(fs)
+	pos, err := c.parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	body := map[string]string{"duration": pos[1], "reason": *reason}
+	a, raw, err := c.act(ctx, http.MethodPost, appPath(pos[0], "/_hold"), body)
+	switch {
+	case err != nil:
+		return err
+	case c.json && *wait:
+		return c.waitUp(ctx, pos[0], start, *timeout)
+	case c.json:
+		return c.printJSON(raw)
+	}
+	msg := a.AppID + ": held awake"
+	if h := a.Hold; h != nil {
+		msg += " until " + h.Until.Local().Format(time.DateTime) + " (" + agoAt(h.Until, time.Now()) + ") by " + orDash(h.By)
+		if h.Reason != "" {
+			msg += ": " + h.Reason
+		}
+	}
+	if a.Status.Asleep() {
+		msg += "; waking it"
+	}
+	fmt.Fprintln(stdout, msg)
+	if *wait {
+		return c.waitUp(ctx, pos[0], start, *timeout)
+	}
+	return nil
+}
+
+func releaseCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
+	c, fs := newCLI("release", "release ID [options]",
+		"Ends the app's hold now; its idle clock counts from now. An app with no active\n"+
+			"hold is not an error.", env, stdout, stderr)
+	c.addBy(fs)
+	pos, err := c.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	a, raw, err := c.act(ctx, http.MethodDelete, appPath(pos[0], "/_hold"), nil)
+	switch {
+	case err != nil:
+		return err
+	case c.json:
+		return c.printJSON(raw)
+	case a.Released:
+		fmt.Fprintf(stdout, "%s: hold released\n", a.AppID)
+	default:
+		fmt.Fprintf(stdout, "%s: no active hold\n", a.AppID)
+	}
+	return nil
+}
+
+func resetCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
+	c, fs := newCLI("reset", "reset ID [options]",
+		"Puts the app (usually in Error) back to WaitingForInit: the job observes it and\n"+
+			"places it at once.", env, stdout, stderr)
+	c.addBy(fs)
+	pos, err := c.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	a, raw, err := c.act(ctx, http.MethodPost, appPath(pos[0], "/_reset"), nil)
+	switch {
+	case err != nil:
+		return err
+	case c.json:
+		return c.printJSON(raw)
+	}
+	fmt.Fprintf(stdout, "%s: reset to %s\n", a.AppID, a.Status)
+	return nil
+}

@@ -1,0 +1,50 @@
+package reaper
+
+import (
+	"net/http"
+
+	"github.com/reapergw/reaper/plugin"
+)
+
+// Paths under /.well-known/reaper/ are reaper's own on every host it manages:
+// answered by reaper, awake app or not, never passed to the app, never a wake
+// of their own, never traffic.
+
+// WellKnownPrefix starts every path reaper keeps for itself on managed hosts.
+const WellKnownPrefix = "/.well-known/reaper/"
+
+// wellKnown answers a request under WellKnownPrefix; ok is false for a path
+// reaper does not know there (it then goes the usual way).
+func (p *Plugin) wellKnown(ex *plugin.Exchange) (answer *plugin.Answer, ok bool) {
+	switch ex.Request.URL.Path {
+	case WellKnownStatusPath:
+		return p.wellKnownStatus(ex), true
+	}
+	return nil, false
+}
+
+// WellKnownStatusPath is for uptime monitors that cannot send a header: the
+// app's status. 200 while the app is up or asleep on purpose, 503 in Error.
+const WellKnownStatusPath = "/.well-known/reaper/status"
+
+func (p *Plugin) wellKnownStatus(ex *plugin.Exchange) *plugin.Answer {
+	ex.Class, ex.Outcome = kindNames[kindMonitor], OutcomeStatus
+	r := ex.Request
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		a := plugin.JSONAnswer(http.StatusMethodNotAllowed, map[string]any{"error": WellKnownStatusPath + " answers GET and HEAD only"})
+		a.Header.Set("Allow", "GET, HEAD")
+		return a
+	}
+	st := p.app.status()
+	code := http.StatusOK
+	if st == StatusError {
+		code = http.StatusServiceUnavailable
+	}
+	body := map[string]any{"app_id": p.app.id, "status": string(st), "asleep": st.Asleep(), "monitoring": true}
+	if rec, ok := p.engine.Record(p.app.id); ok && st.Asleep() {
+		body["asleep_since"] = rec.LastStatusUpdate
+	}
+	a := answer(ex, code, st, body)
+	a.Header.Del("Retry-After")
+	return a
+}
