@@ -48,7 +48,21 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 	}
 
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
-	c.checkReaperApps(d, errs)
+	managed := c.checkReaperApps(d, errs)
+	c.checkWebhookApps(managed, errs)
+}
+
+// checkWebhookApps checks that the apps a webhook filters on are apps of the
+// routes: a typo would be a webhook that never hears of the app.
+func (c *Config) checkWebhookApps(managed map[string]bool, errs *conf.Errors) {
+	for i, h := range c.Events.Webhooks {
+		for j, app := range h.Apps {
+			if app != "" && !managed[app] {
+				errs.Add(conf.Index(conf.Key(conf.Index("events.webhooks", i), "apps"), j),
+					"%s is not the app_id of any route's reaper plugin", strconv.Quote(app))
+			}
+		}
+	}
 }
 
 // checkClusterTLS loads cluster.tls as the node will at start, and checks that
@@ -113,8 +127,10 @@ func anyAddress(host string) bool {
 
 // checkReaperApps checks that every route with the reaper plugin names an app the
 // driver knows (process) or can guess it (Clever Cloud), so that a typo is a
-// configuration error rather than an app that never wakes.
-func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) {
+// configuration error rather than an app that never wakes. It returns the apps
+// the routes manage.
+func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]bool {
+	managed := map[string]bool{}
 	known := map[string]bool{}
 	for _, a := range c.PaaS.Apps {
 		known[a.ID] = true
@@ -137,9 +153,12 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) {
 			rc := reaper.DefaultConfig()
 			var scratch conf.Errors // its errors were reported by ValidateRoutes
 			d.Decode(&pc.Config, &rc, path, &scratch)
+			managed[rc.AppID] = true
 			switch {
 			case c.PaaS.Driver == DriverCleverCloud && rc.AppID == "":
-				if _, ok := guessAppID(r.Backend.Targets); !ok {
+				if id, ok := guessAppID(r.Backend.Targets); ok {
+					managed[id] = true
+				} else {
 					errs.Add(conf.Key(path, "app_id"), "is required (no backend target is an app-<uuid>.cleverapps.io domain to guess it from)")
 				}
 			case rc.AppID == "":
@@ -149,6 +168,7 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) {
 			}
 		}
 	}
+	return managed
 }
 
 // guessAppID finds a Clever Cloud app id in a route's backend targets.

@@ -65,6 +65,8 @@ func entryTitle(t reaper.Transition) string {
 		return "Held awake"
 	case reaper.EventRelease:
 		return "Hold released"
+	case reaper.EventHoldExpired:
+		return "Hold ran out"
 	case reaper.EventSleep:
 		return "Put to sleep"
 	case reaper.EventWakeAsk:

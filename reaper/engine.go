@@ -42,6 +42,8 @@ type EngineOptions struct {
 	MaxHeld int
 	// Observer is told what the engine and its job do (metrics); nil: nothing.
 	Observer Observer
+	// Notifier is told of the events webhooks announce (notify.go); nil: none.
+	Notifier Notifier
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their

@@ -114,6 +114,9 @@ const (
 	EventWakeAsk  = "wake_ask" // an operator asked the app to wake
 	EventWake     = "wake"     // a wake's phases, once the app answered
 	EventSettings = "settings" // the dry run or the kill switch changed (not per app)
+	// EventHoldExpired: a hold ran out by itself (not released), noticed by
+	// the leader's job at its first look at the app after the hold's end.
+	EventHoldExpired = "hold_expired"
 )
 
 // operatorName cleans a "by" given by an operator: trimmed, at most 64

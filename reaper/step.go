@@ -416,6 +416,7 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 	}
 	// This node acts on the record at once (before it says so in the log).
 	j.opts.Engine.Apply(*next)
+	j.opts.Engine.written(ctx, prev, *next)
 	if prev.Status == StatusWaitingForUp && next.Status == StatusUp && next.Wake != nil {
 		// The phases as far as the platform goes; the first node to answer a
 		// held request adds the last one (Engine.wakeAnswered).
