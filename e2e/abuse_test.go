@@ -41,6 +41,7 @@ func TestAbuse(t *testing.T) {
 	t.Run("oversized_headers", func(t *testing.T) { abuseOversizedHeaders(t, table) })
 	t.Run("malformed_reaper_header", func(t *testing.T) { abuseReaperHeader(t, table) })
 	t.Run("host_variants", func(t *testing.T) { abuseHosts(t, table) })
+	t.Run("h2_rapid_reset", func(t *testing.T) { abuseRapidReset(t, table) })
 }
 
 // abuseToken is the admin token of the reapers startAbuse starts.
