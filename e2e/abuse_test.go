@@ -167,7 +167,10 @@ func (e *abuseEnv) waitHeld(t *testing.T, app string, want int) {
 // hello sends a normal request on the plain route and checks its answer.
 func (e *abuseEnv) hello(t *testing.T) {
 	t.Helper()
-	resp, err := e.p.request("GET", "hello.localhost", "/", nil)
+	req, _ := http.NewRequest("GET", e.p.url("/"), nil)
+	req.Host = "hello.localhost"
+	req.Close = true // no connection left open after the attack but the attackers'
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("a normal request: %v", err)
 	}
@@ -313,16 +316,14 @@ func (m *meter) finish(table *abuseTable, b abuseBounds) {
 	t.Helper()
 	pid := m.p.cmd.Process.Pid
 	var after usage
-	settle := func(slack int64, limit time.Duration) bool {
-		return testwait.Until(limit, func() bool {
-			u, ok := readUsage(pid)
-			after = u
-			return ok && u.fds <= m.before.fds+slack
-		})
-	}
-	// Back to the count before, or nearly: connections closing after a delay
-	// (net/http waits 500 ms before closing one whose body it did not read).
-	settled := settle(4, 3*time.Second) || settle(fdSlack, 7*time.Second)
+	var clients int
+	// Every client connection closed, and the open files back to their count
+	// before the attack, or nearly (apps the attack woke have a log file).
+	settled := testwait.Until(10*time.Second, func() bool {
+		u, ok := readUsage(pid)
+		after, clients = u, clientConns(t, pid, m.p.gateway)
+		return ok && clients == 0 && u.fds <= m.before.fds+fdSlack
+	})
 	m.halt()
 	if peak := procStatus(t, pid, "VmHWM:"); peak > m.peak.rss {
 		m.peak.rss = peak
@@ -331,7 +332,7 @@ func (m *meter) finish(table *abuseTable, b abuseBounds) {
 	row := abuseRow{name: m.name, conns: m.conns, before: m.before, peak: m.peak, after: after, goroutines: gs}
 	table.add(row)
 	if !settled {
-		t.Errorf("%d open files 10 s after the attack, %d before it: connections are kept", after.fds, m.before.fds)
+		t.Errorf("10 s after the attack: %d client connections, %d open files (%d before it): connections are kept", clients, after.fds, m.before.fds)
 	}
 	if g := m.peak.rss - m.before.rss; g > b.peakGrowth {
 		t.Errorf("RSS grew by %.1f MiB at the peak, want at most %.1f MiB", mib(g), mib(b.peakGrowth))
@@ -348,8 +349,9 @@ func (m *meter) finish(table *abuseTable, b abuseBounds) {
 }
 
 // fdSlack is how many more files the node may have open after an attack than
-// before it: apps the attack woke (their log file), keep-alive connections to
-// backends. A connection kept per attacking client would be hundreds.
+// before it: apps the attack woke (their log file, a pidfd), keep-alive
+// connections to backends. A connection kept per attacking client would be
+// hundreds.
 const fdSlack = 16
 
 // maxThreads bounds the OS threads of the reaper process: Go multiplexes
@@ -412,6 +414,45 @@ func firstFrame(lines []string) string {
 		return fn
 	}
 	return "?"
+}
+
+// clientConns counts the TCP connections that process pid holds on its gateway
+// listener's port (gateway, "host:port"): its sockets (/proc/pid/fd) found in
+// the network namespace's table of TCP sockets with that local port, the
+// listener aside.
+func clientConns(t *testing.T, pid int, gateway string) int {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(gateway)
+	var want int
+	fmt.Sscanf(port, "%d", &want)
+	mine := map[string]bool{}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); ok {
+			mine[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	n := 0
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] == "0A" || !mine[f[9]] { // 0A: listening
+				continue
+			}
+			_, local, _ := strings.Cut(f[1], ":")
+			var p int
+			fmt.Sscanf(local, "%X", &p)
+			if p == want {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
