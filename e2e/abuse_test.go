@@ -68,7 +68,8 @@ type abuseEnv struct {
 //     noisy);
 //   - echo.test: the demo app, which boots at once, with the hold behaviour.
 //
-// The node reads headers for 2 s at most, and tls serves HTTPS with HTTP/2. It
+// The node reads headers for 2 s at most, waits 1 s at most for the next bytes of
+// a body, and tls serves HTTPS with HTTP/2. It
 // waits until every app that never boots has been seen Down.
 func startAbuse(t *testing.T, tls string) *abuseEnv {
 	t.Helper()
@@ -94,6 +95,7 @@ node:
   data_dir: %%DIR%%/data
   shutdown_timeout: 5s
   read_header_timeout: 2s
+  body_idle_timeout: 1s
 %sreaper:
   job_interval: 1s
   fast_interval: 200ms
