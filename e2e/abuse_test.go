@@ -30,8 +30,9 @@ import (
 // binary has no endpoint that counts them: the test sends SIGQUIT, and the Go
 // runtime writes every goroutine's stack to stderr before the process exits). A
 // leak of one goroutine or one connection per attacking connection shows in the
-// open files and goroutines left, which are bounded far below the attack's size.
-// The table of figures is printed at the end (go test -v -run Abuse ./e2e/).
+// client connections, open files and goroutines left, which are bounded far below
+// the attack's size. The table of figures is printed at the end (go test -v -run
+// Abuse ./e2e/); docs/reliability.md lists the attacks and what they check.
 func TestAbuse(t *testing.T) {
 	table := &abuseTable{}
 	t.Cleanup(func() { table.print(t) })
