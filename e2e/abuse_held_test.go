@@ -47,7 +47,7 @@ func abuseHeldBodies(t *testing.T, table *abuseTable) {
 	e.hello(t)
 	// The fail timeout ends every hold.
 	e.waitHeld(t, "bigbody", 0)
-	m.finish(table, abuseBounds{peakGrowth: 40 << 20, goroutines: abuseGoroutines})
+	m.finish(table, 40<<20)
 }
 
 // Clients held with their body unread leave: 100 requests announce a 1 MiB body
@@ -76,5 +76,5 @@ func abuseHeldClientsLeave(t *testing.T, table *abuseTable) {
 		t.Errorf("the places of held clients that left were free %v later, want at once", d)
 	}
 	e.hello(t)
-	m.finish(table, abuseBounds{peakGrowth: 32 << 20, goroutines: abuseGoroutines})
+	m.finish(table, 32<<20)
 }
