@@ -102,8 +102,8 @@ func abuseOversizedHeaders(t *testing.T, table *abuseTable) {
 	const each = 100
 	e := startAbuse(t, "")
 	m := measure(t, e.p, "oversized headers", 2*each)
-	long := "GET / HTTP/1.1\r\nHost: hello.localhost\r\nX-Long: " + strings.Repeat("a", 1<<20) + "\r\n\r\n"
-	many := "GET / HTTP/1.1\r\nHost: hello.localhost\r\n" + strings.Repeat("X-H: v\r\n", 100_000) + "\r\n"
+	long := []byte("GET / HTTP/1.1\r\nHost: hello.localhost\r\nX-Long: " + strings.Repeat("a", 1<<20) + "\r\n\r\n")
+	many := []byte("GET / HTTP/1.1\r\nHost: hello.localhost\r\n" + strings.Repeat("X-H: v\r\n", 100_000) + "\r\n")
 	type result struct {
 		what, statusLine, rest string
 		closed                 bool
@@ -117,7 +117,7 @@ func abuseOversizedHeaders(t *testing.T, table *abuseTable) {
 		}
 		c := dialRaw(t, e.p.gateway)
 		// The write fails once the gateway closes: it stops reading at 64 KiB.
-		go c.Write([]byte(payload))
+		go c.Write(payload)
 		go func() {
 			br := bufio.NewReader(c)
 			resp, body, err := rawResponse(c, br, 10*time.Second)
