@@ -301,7 +301,7 @@ func (tb *abuseTable) print(t *testing.T) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-24s %5s | %-24s | %-11s | %-14s | %s\n", "attack", "conns", "RSS MiB before/peak/after", "threads", "open files", "goroutines")
+	fmt.Fprintf(&b, "\n%-24s %5s | %-24s | %-11s | %-12s | %s\n", "attack", "conns", "RSS MiB before/peak/after", "threads b/p/a", "files b/p/a", "goroutines b/p/a")
 	for _, r := range tb.rows {
 		fmt.Fprintf(&b, "%-24s %5d | %6.1f / %6.1f / %6.1f | %3d/%3d/%3d | %3d/%4d/%3d | %3d/%4d/%3d\n",
 			r.name, r.conns, mib(r.before.rss), mib(r.peak.rss), mib(r.after.rss),
