@@ -44,6 +44,8 @@ type Node struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// ReadHeaderTimeout bounds how long a client may take to send its headers.
 	ReadHeaderTimeout conf.Duration `yaml:"read_header_timeout"`
+	// BodyIdleTimeout bounds each wait for the next bytes of a request body.
+	BodyIdleTimeout conf.Duration `yaml:"body_idle_timeout"`
 	// IdleTimeout closes client keep-alive connections idle this long.
 	IdleTimeout conf.Duration `yaml:"idle_timeout"`
 	// MaxHeaderBytes bounds the size of a request's headers.
@@ -152,6 +154,7 @@ func Default() Config {
 			DataDir:           "./data",
 			ShutdownTimeout:   conf.Duration(30 * time.Second),
 			ReadHeaderTimeout: conf.Duration(10 * time.Second),
+			BodyIdleTimeout:   conf.Duration(60 * time.Second),
 			IdleTimeout:       conf.Duration(120 * time.Second),
 			MaxHeaderBytes:    64 << 10,
 		},
@@ -211,6 +214,9 @@ func (n *Node) Validate(path string, errs *conf.Errors) {
 	}
 	if n.ReadHeaderTimeout <= 0 {
 		errs.Add(conf.Key(path, "read_header_timeout"), "must be more than 0")
+	}
+	if n.BodyIdleTimeout <= 0 {
+		errs.Add(conf.Key(path, "body_idle_timeout"), "must be more than 0")
 	}
 	n.trusted = n.trusted[:0]
 	for i, s := range n.TrustedProxies {

@@ -196,7 +196,7 @@ func (ex *Exchange) BufferBody(limit int64) (bool, error) {
 	if b.n.Load() > 0 {
 		return false, errors.New("plugin: the request body was already read")
 	}
-	data, err := io.ReadAll(io.LimitReader(b.rc, limit+1))
+	data, err := io.ReadAll(io.LimitReader(clientReader{b}, limit+1))
 	if err != nil {
 		return false, err
 	}
@@ -212,13 +212,14 @@ func (ex *Exchange) BufferBody(limit int64) (bool, error) {
 
 // SetReadDeadline bounds the reads of the request body from now on (the zero time
 // removes the bound), as http.ResponseController.SetReadDeadline does: a read past
-// it fails with an error matching os.ErrDeadlineExceeded. It returns
+// it fails with an error matching os.ErrDeadlineExceeded. The gateway's body idle
+// timeout still applies before it (GatewayOptions.BodyIdleTimeout). It returns
 // http.ErrNotSupported outside the gateway or once the request is parked.
 func (ex *Exchange) SetReadDeadline(t time.Time) error {
 	if ex.st == nil || ex.st.rec.w == nil {
 		return http.ErrNotSupported
 	}
-	return http.NewResponseController(ex.st.rec.w).SetReadDeadline(t)
+	return ex.st.body.setUntil(t)
 }
 
 // bodyCloser is a replaced body that still closes the client's.

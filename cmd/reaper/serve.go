@@ -177,10 +177,11 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ 
 	}
 	closers = append(closers, func() error { router.Close(); return nil })
 	n.gateway = plugin.NewGateway(plugin.GatewayOptions{
-		Logger:         logger,
-		Node:           cfg.Node.ID,
-		TrustedProxies: cfg.Node.TrustedProxiesPrefixes(),
-		Observer:       n.parts.metrics,
+		Logger:          logger,
+		Node:            cfg.Node.ID,
+		TrustedProxies:  cfg.Node.TrustedProxiesPrefixes(),
+		Observer:        n.parts.metrics,
+		BodyIdleTimeout: cfg.Node.BodyIdleTimeout.D(),
 	})
 	n.gateway.Swap(router)
 	n.watchMetrics()
