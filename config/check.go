@@ -1,9 +1,11 @@
 package config
 
 import (
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -187,38 +189,15 @@ func guessAppID(targets []plugin.Target) (string, bool) {
 // whose reaper plugin does not name its app.
 func GuessAppID(r *plugin.RouteConfig) (string, bool) { return guessAppID(r.Backend.Targets) }
 
-// didYouMean suggests the known name closest to name (an edit or two away),
-// as ` (did you mean "x"?)`, or "".
+// didYouMean suggests the known name closest to name (two edits away at
+// most), as ` (did you mean "x"?)`, or "".
 func didYouMean(name string, known map[string]bool) string {
-	best, bestD := "", 3
-	for k := range known {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD || (d == bestD && k < best) {
-			best, bestD = k, d
-		}
+	if name == "" {
+		return ""
 	}
+	best := conf.Closest(name, slices.Sorted(maps.Keys(known)), 2)
 	if best == "" {
 		return ""
 	}
 	return " (did you mean " + strconv.Quote(best) + "?)"
-}
-
-// editDistance is the Levenshtein distance of a and b, by bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
