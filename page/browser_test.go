@@ -279,19 +279,25 @@ func TestWaitingPage_Screenshots(t *testing.T) {
 		t.Skip("set REAPER_SCREENSHOT_DIR to write screenshots of the waiting page")
 	}
 	b := chrometest.Start(t)
+	waking := Progress{Asked: true, Waited: 4 * time.Second, Accepted: 120 * time.Millisecond, ETA: 9 * time.Second, Samples: 5}
+	late := Progress{Asked: true, Waited: 21 * time.Second, Accepted: 150 * time.Millisecond, Up: 19800 * time.Millisecond, ETA: 9 * time.Second, Samples: 5}
 	for _, shot := range []struct {
 		name, lang, status, scheme string
 		width                      int
+		progress                   Progress
 	}{
-		{"en-light", "en", "Down", "light", 1000},
-		{"ar-light", "ar", "Down", "light", 1000},
-		{"en-dark", "en", "WaitingForShutdown", "dark", 1000},
-		{"ar-error-dark", "ar", "Error", "dark", 1000},
-		{"de-phone", "de", "WaitingForUp", "light", 375},
+		{"en-light", "en", "WaitingForUp", "light", 1000, waking},
+		{"en-first-boot", "en", "Down", "light", 1000, Progress{}},
+		{"ar-light", "ar", "WaitingForUp", "light", 1000, waking},
+		{"en-dark", "en", "WaitingForShutdown", "dark", 1000, Progress{ETA: 9 * time.Second, Samples: 3}},
+		{"en-late-dark", "en", "Up", "dark", 1000, late},
+		{"he-late-dark", "he", "Up", "dark", 1000, late},
+		{"ar-error-dark", "ar", "Error", "dark", 1000, waking},
+		{"de-phone", "de", "WaitingForUp", "light", 375, waking},
 	} {
 		t.Run(shot.name, func(t *testing.T) {
 			w := Waiting{AppName: "my-shop-frontend", Status: shot.status, RequestID: "7f3c9a1e-52b4-4c1d-9e0a-3b8f2d6c41aa",
-				Node: "reaper-node-2", PollInterval: time.Hour}
+				Node: "reaper-node-2", PollInterval: time.Hour, Progress: shot.progress}
 			s := newScriptedServer(t, w, shot.lang, answer{status: 503, header: http.Header{marker: {shot.status}}})
 			p := b.NewPage(t)
 			for _, c := range []struct {
