@@ -29,6 +29,9 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	if !ok {
 		return
 	}
+	if n := in.Observation.Name; n != "" {
+		rec.Name = n // the app's own name, when its platform has one
+	}
 	next, act := Decide(rec, in, now, t.policy)
 	next.Term = term
 	j.act(ctx, lock, t, rec, next, act, in, pd, now)

@@ -133,6 +133,7 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		GuessAppID: config.GuessAppID,
 		MaxHeld:    nodeMaxHeld(cfg.Reaper.MaxHeld),
 		Observer:   p.metrics,
+		AdminToken: cfg.Node.AdminToken,
 	}
 	switch cfg.PaaS.Driver {
 	case config.DriverProcess:
