@@ -27,9 +27,11 @@ type Fields struct {
 	// Node is the node that answered.
 	Node string
 	// Lang and Dir are the visitor's language among those of the built-in page (its tag, as for <html
-	// lang>) and its direction (ltr or rtl); Messages the built-in page's texts in that language.
-	Lang, Dir string
-	Messages  Messages
+	// lang>) and its direction (ltr or rtl); Messages the built-in page's texts in that language, and
+	// Title and ErrorTitle its headings with the app's name in (while it wakes, once it failed).
+	Lang, Dir         string
+	Messages          Messages
+	Title, ErrorTitle string
 	// ETA is the app's usual boot time; Phases the wake's phases, in order.
 	ETA    ETA
 	Phases []Phase
@@ -70,6 +72,8 @@ func NewFields(ctx context.Context, w Waiting, acceptLanguage string) (Fields, e
 		Status: w.Status, StatusText: StatusText(w.Status), State: w.State(),
 		RequestID: w.RequestID, Node: w.Node,
 		Lang: l.Tag.String(), Dir: l.Dir, Messages: l.Messages,
+		Title:      fill(l.Messages.Title, PlaceholderApp, w.DisplayName(l.Messages.DefaultApp)),
+		ErrorTitle: fill(l.Messages.ErrorTitle, PlaceholderApp, w.DisplayName(l.Messages.DefaultApp)),
 		ETA: ETA{Known: w.Progress.ETA > 0, Seconds: w.Progress.ETASeconds(), Samples: w.Progress.Samples,
 			Late: w.Progress.Late(), Percent: w.Progress.Percent()},
 	}

@@ -107,7 +107,8 @@ func TestNewFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.AppName != "r" || f.StatusText != "Asleep, wake up requested" || f.State != StateWaiting || f.Lang != "he" || f.Dir != "rtl" ||
-		!f.ETA.Known || f.ETA.Seconds != 7 || len(f.Phases) != 4 || !f.Phases[0].Reached || f.Phases[1].Reached || f.Node != "n1" {
+		!f.ETA.Known || f.ETA.Seconds != 7 || len(f.Phases) != 4 || !f.Phases[0].Reached || f.Phases[1].Reached || f.Node != "n1" ||
+		f.Title != "מעירים את r" {
 		t.Errorf("fields %+v", f)
 	}
 	for piece, want := range map[string]string{

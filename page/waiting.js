@@ -39,8 +39,10 @@
 		if (!e || !p) return;
 		e.hidden = !p.eta_ms;
 		if (!p.eta_ms) return;
-		var n = e.querySelectorAll(".eta-n"), waited = base ? Date.now() - base : 0, late = base && waited > p.eta_ms;
-		for (var i = 0; i < n.length; i++) n[i].textContent = Math.ceil(p.eta_ms / 1000);
+		var n = e.querySelectorAll(".eta-n"), s = String(Math.ceil(p.eta_ms / 1000));
+		var waited = base ? Date.now() - base : 0, late = base && waited > p.eta_ms;
+		// Only what changed: the text of a node that is read out must not churn.
+		for (var i = 0; i < n.length; i++) if (n[i].textContent !== s) n[i].textContent = s;
 		d.setAttribute("data-eta", late ? "late" : "usual");
 		if (bar) bar.value = late ? 100 : Math.round(100 * waited / p.eta_ms);
 	}

@@ -107,3 +107,27 @@ func TestCustomPage_HostileValuesStayValues(t *testing.T) {
 		t.Errorf("in the browser:\n got %s\nwant %s", got, want.String())
 	}
 }
+
+// The worked example of docs/waiting-page.md: a page of its own, in the
+// visitor's language, with the built-in progress, kept up to date.
+func TestCustomPage_TheDocsWorkedExample(t *testing.T) {
+	b := chrometest.Start(t)
+	rig := newPageRig(t, "", customPageCfg(t, "testdata/worked-example.html"), named("shop-frontend"))
+	for i, o := range []pageOpts{{lang: "en", scheme: "light", width: 1000}, {lang: "ar", scheme: "dark", width: 1000}} {
+		p := openPage(t, b, o)
+		if err := p.Navigate(rig.front.URL + "/"); err != nil {
+			t.Fatal(err)
+		}
+		p.WaitFor(t, `document.documentElement.dataset.live === "events" &&
+			document.querySelector('[data-phase="accepted"]').hasAttribute("data-done")`, browserWait)
+		want := map[string]string{"en": "ltr|shop-frontend is waking up", "ar": "rtl|جارٍ إيقاظ shop-frontend"}[o.lang]
+		if got := evalText(t, p, `document.documentElement.dir + "|" + document.title`); got != want {
+			t.Errorf("%s: direction and title %q, want %q", o.lang, got, want)
+		}
+		screenshot(t, p, "custom-worked-example-"+o.lang+"-"+o.scheme)
+		if i == 1 {
+			rig.fake.FinishStart("app")
+			p.WaitFor(t, `document.getElementById("app") !== null`, browserWait)
+		}
+	}
+}
