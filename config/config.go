@@ -15,6 +15,7 @@ import (
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/webhook"
 )
 
 // Config is the whole file.
@@ -25,6 +26,7 @@ type Config struct {
 	Store   Store                `yaml:"store"`
 	Cluster *Cluster             `yaml:"cluster"`
 	Routes  []plugin.RouteConfig `yaml:"routes"`
+	Events  Events               `yaml:"events"`
 }
 
 // Node is this copy of reaper: where it listens and keeps its data.
@@ -109,6 +111,19 @@ type ClusterTLS struct {
 	Cert string `yaml:"cert"`
 	Key  string `yaml:"key"`
 	CA   string `yaml:"ca"`
+}
+
+// Events says whom to tell what happens to the apps (docs/webhooks.md).
+type Events struct {
+	// AlertWakeAfter: a wake that takes longer is a slow_wake event; 0: none.
+	AlertWakeAfter conf.Duration `yaml:"alert_wake_after"`
+	// Webhooks receive the events.
+	Webhooks []webhook.Config `yaml:"webhooks"`
+}
+
+// Validate checks the webhooks together (each checked itself already).
+func (e *Events) Validate(path string, errs *conf.Errors) {
+	webhook.Check(e.Webhooks, e.AlertWakeAfter.D(), conf.Key(path, "webhooks"), errs)
 }
 
 // Peer is one member of the cluster.

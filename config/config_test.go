@@ -131,8 +131,8 @@ routes:
     backend: {targets: ["http://127.0.0.1:1"]}
     plugins: [{plugin: reaper, config: {app_id: wbe}}, {plugin: reaper, config: {grace_period: 1h}}]
 `, []string{
-			`routes[0].plugins[0].config.app_id: "wbe" is not an app of paas.apps`,
-			`routes[0].plugins[1].config.app_id: is required`,
+			`routes[0].plugins[0].config.app_id: "wbe" is not an app of paas.apps (did you mean "web"?)`,
+			`routes[0].plugins[1]: is a second reaper plugin on the route (the first is routes[0].plugins[0]): one app per route`,
 		}},
 		{"secret value never in an error", "node: {admin_token: [s3cr3t]}", []string{
 			`node.admin_token: must be a string, got a list`,

@@ -261,7 +261,15 @@ func (n *Node) bootstrap() error {
 		ids = append(ids, p.ID)
 	}
 	n.log.Info("leader: bootstrapping cluster", "members", ids)
-	if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if errors.Is(err, raft.ErrCantBootstrap) {
+		// A peer that bootstrapped first reached us between the look at our
+		// empty state and now: its leader already wrote the same membership
+		// into our log. Nothing is left to do.
+		n.log.Info("leader: a peer's leader reached this node first; joined through it")
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("leader: bootstrap: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -427,7 +428,7 @@ func (g *Gateway) logAccess(st *state, route string, status int) {
 		slog.Int("status", status),
 		slog.Int64("bytes", st.rec.bytes.Load()),
 		slog.Duration("duration", time.Since(st.ex.Start)),
-		slog.String("upstream", st.upstream),
+		slog.String("upstream", cmp.Or(st.upstream, upstreamGateway)), // no target tried: the gateway answered
 		slog.String("client", st.ex.ClientIP.String()),
 	)
 }

@@ -19,6 +19,7 @@ import (
 //	GET  /api/apps/{id}/history         its transitions, newest first (?page=1&page_size=50)
 //	GET  /api/apps/{id}/awake           why it is awake: who moved its idle clock since it woke
 //	GET  /api/apps/{id}/wakes           its recent wakes, phase by phase
+//	GET  /api/apps/{id}/prewake         its learned visits, the next pre-wake, hits and misses
 //	POST /api/apps/{id}/_wake           ask for a wake, as a request would
 //	POST /api/apps/{id}/_sleep          put it to sleep now (also _reap); 409 and why when it cannot, unless ?force=true
 //	POST /api/apps/{id}/_hold           {"duration": "6h", "reason": "…", "by": "…"}: keep it awake (waking it)
@@ -53,6 +54,7 @@ func (a *AdminAPI) Handler() http.Handler {
 	mux.HandleFunc("GET /api/apps/{id}/history", a.history)
 	mux.HandleFunc("GET /api/apps/{id}/awake", a.awake)
 	mux.HandleFunc("GET /api/apps/{id}/wakes", a.wakes)
+	mux.HandleFunc("GET /api/apps/{id}/prewake", a.prewake)
 	mux.HandleFunc("POST /api/apps/{id}/_wake", a.wake)
 	mux.HandleFunc("POST /api/apps/{id}/_sleep", a.sleep)
 	mux.HandleFunc("POST /api/apps/{id}/_reap", a.sleep)
@@ -69,10 +71,13 @@ func (a *AdminAPI) Handler() http.Handler {
 
 // AppView is an app as the admin API shows it (the reference reaper's shape).
 type AppView struct {
-	AppID            string     `json:"app_id"`
-	Status           Status     `json:"status"`
-	OwnerID          string     `json:"owner_id,omitempty"`
-	Name             string     `json:"name,omitempty"`
+	AppID   string `json:"app_id"`
+	Status  Status `json:"status"`
+	OwnerID string `json:"owner_id,omitempty"`
+	Name    string `json:"name,omitempty"`
+	// PlatformState is the platform's state at the last observation;
+	// CleverState is the same under the reference's name, kept for its scripts.
+	PlatformState    string     `json:"platform_state,omitempty"`
 	CleverState      string     `json:"clever_state,omitempty"`
 	Cause            string     `json:"cause,omitempty"`
 	ErrorCause       string     `json:"error_cause,omitempty"`
@@ -156,7 +161,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		}
 		v := AppView{
 			AppID: appID, Status: rec.Status, OwnerID: rec.Owner, Name: rec.Name,
-			CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause,
+			PlatformState: string(rec.PlatformState), CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause,
 			LastStatusUpdate: ptime(rec.LastStatusUpdate), LastUpAt: ptime(rec.LastUpAt),
 			LastDownAt: ptime(rec.LastDownAt), ActionAt: ptime(rec.ActionAt), LastCheckAt: ptime(rec.LastCheckAt),
 			Routes: m.Routes, LastAccess: ptime(la), InFlight: max(inFlight[appID], int(busy)), Held: held, Managed: isManaged,
@@ -166,7 +171,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		}
 		if isManaged {
 			v.GracePeriod, v.FailTimeout = m.Policy.GracePeriod.String(), m.Policy.FailTimeout.String()
-			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy))
+			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy, time.Now()))
 		}
 		if rec.Status.Asleep() {
 			v.AsleepSince = ptime(rec.LastStatusUpdate)

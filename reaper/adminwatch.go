@@ -155,3 +155,20 @@ func writeEvent(w http.ResponseWriter, ev Event) {
 	data, _ := json.Marshal(ev)
 	fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, data)
 }
+
+// prewake shows the app's learned visits (whether or not pre-wake is on for it:
+// an operator can see what it would do before turning it on).
+func (a *AdminAPI) prewake(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	m, ok := a.managed(w, id)
+	if !ok {
+		return
+	}
+	items, _, err := a.Store.History(r.Context(), id, 0, HistoryCap)
+	if err != nil {
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+		return
+	}
+	boot, _ := a.Engine.ETA(id)
+	httpjson.Write(w, http.StatusOK, prewakeViewOf(id, m.Policy, items, boot, time.Now()))
+}

@@ -79,9 +79,11 @@ const (
 var outcomeOf = [...]string{replyStatus: OutcomeStatus, replyPoll: OutcomeStatus, replyMonitoring: OutcomeMonitoring,
 	replyWaitingPage: OutcomeWaitingPage, replyUnavailable: OutcomeUnavailable, replyForward: "", replyForwardQuiet: "", replyHold: ""}
 
+// statusAnswer says the app's status as the reference does: WaitingForInit (an
+// app not observed yet) shows as Up, in the JSON as in the header.
 func (p *Plugin) statusAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 	return answer(ex, http.StatusOK, st, map[string]any{
-		"status": string(st), "ready_delay_ms": p.readyDelay.Milliseconds(),
+		"status": st.Marker(), "ready_delay_ms": p.readyDelay.Milliseconds(),
 	})
 }
 

@@ -59,6 +59,9 @@ type Config struct {
 	AllowPreview bool `yaml:"allow_preview"`
 	// MaxHeld bounds the requests held for the app on this node.
 	MaxHeld int `yaml:"max_held"`
+	// Prewake is "learn" to start the app before the visits that recur (in
+	// Timezone), "" or "off" not to.
+	Prewake string `yaml:"prewake"`
 
 	mustBeUp []Range
 	page     *templates.Page
@@ -128,22 +131,38 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 	if c.FailTimeout <= 0 {
 		errs.Add(conf.Key(path, "fail_timeout"), "must be more than 0")
 	}
-	if c.APIBehavior != BehaviorHold && c.APIBehavior != BehaviorUnavailable {
+	switch c.APIBehavior {
+	case BehaviorHold, BehaviorUnavailable:
+	case "client_poll":
+		// Retired in the reference, which falls back to hold: so does reaper
+		// (import-otoroshi says so when it converts a route).
+		c.APIBehavior = BehaviorHold
+	default:
 		errs.Add(conf.Key(path, "api_behavior"), "%s is not a behaviour (use hold or unavailable)", strconv.Quote(c.APIBehavior))
 	}
 	if c.MaxHeld < 1 {
 		errs.Add(conf.Key(path, "max_held"), "must be at least 1")
 	}
+	if c.Prewake != "" && c.Prewake != "off" && c.Prewake != PrewakeLearn {
+		errs.Add(conf.Key(path, "prewake"), "%s is not a pre-wake mode (use learn, or off)", strconv.Quote(c.Prewake))
+	}
+	tz := c.Timezone
 	if _, err := time.LoadLocation(c.Timezone); err != nil {
 		errs.Add(conf.Key(path, "timezone"), "%s is not a known time zone (use an IANA name such as Europe/Paris)", strconv.Quote(c.Timezone))
-	} else {
-		c.mustBeUp = c.mustBeUp[:0]
-		for i, rc := range c.MustBeUpAt {
-			r, err := ParseRange(rc.Days, rc.Start, rc.End, c.Timezone)
-			if err != nil {
-				errs.Add(conf.Index(conf.Key(path, "must_be_up_at"), i), "%s", err.Error())
-				continue
+		tz = "" // the windows are still checked, in the default zone
+	}
+	c.mustBeUp = c.mustBeUp[:0]
+	for i, rc := range c.MustBeUpAt {
+		at := conf.Index(conf.Key(path, "must_be_up_at"), i)
+		r, rerrs := ParseRangeAll(rc.Days, rc.Start, rc.End, tz)
+		for _, e := range rerrs {
+			field := conf.Key(at, e.Field)
+			if e.Field == "days" {
+				field = conf.Index(field, e.Index)
 			}
+			errs.Add(field, "%s", e.Error())
+		}
+		if len(rerrs) == 0 {
 			c.mustBeUp = append(c.mustBeUp, r)
 		}
 	}
@@ -259,9 +278,14 @@ func regexpReason(err error) string {
 
 // policy returns the decision policy of this route alone.
 func (c *Config) policy() Policy {
-	return Policy{
+	p := Policy{
 		GracePeriod: c.GracePeriod.D(),
 		FailTimeout: c.FailTimeout.D(),
 		MustBeUp:    c.mustBeUp,
+		Prewake:     c.Prewake == PrewakeLearn,
 	}
+	if loc, err := time.LoadLocation(c.Timezone); err == nil && p.Prewake {
+		p.Location = loc
+	}
+	return p
 }

@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -49,6 +50,8 @@ type EngineOptions struct {
 	// route's waiting page can be previewed (WellKnownPreviewPath). Unset: only
 	// routes that allow the preview show it.
 	AdminToken conf.Secret
+	// Notifier is told of the events webhooks announce (notify.go); nil: none.
+	Notifier Notifier
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their
@@ -224,6 +227,8 @@ func mergePolicy(a, b Policy) Policy {
 		GracePeriod: max(a.GracePeriod, b.GracePeriod),
 		FailTimeout: max(a.FailTimeout, b.FailTimeout),
 		MustBeUp:    append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
+		Prewake:     a.Prewake || b.Prewake,
+		Location:    cmp.Or(a.Location, b.Location),
 	}
 }
 

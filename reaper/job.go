@@ -59,6 +59,7 @@ type Job struct {
 
 	unmanagedSince map[string]time.Time // guarded by mu
 	apiErr         throttle
+	prewake        prewakes
 }
 
 // unmanagedGrace is how long an app no route manages is kept awake and known before

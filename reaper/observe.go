@@ -19,8 +19,8 @@ type Observer interface {
 	// WakePhase: a wake's phase (PhaseAccepted, PhaseUp, PhaseFirstAnswer, or
 	// "total" from the ask to the first answer) took d.
 	WakePhase(app, phase string, d time.Duration)
-	// Woke: the platform accepted a start; cause is request, keep_up, hold or
-	// other.
+	// Woke: the platform accepted a start; cause is request, keep_up, hold,
+	// prewake or other.
 	Woke(app, cause string)
 	// Slept: the platform accepted a stop; cause is idle or operator.
 	Slept(app, cause string)
@@ -84,6 +84,8 @@ func wakeCauseLabel(cause string) string {
 		return "keep_up"
 	case CauseHeldAwake:
 		return "hold"
+	case CausePrewake:
+		return "prewake"
 	}
 	return "other"
 }

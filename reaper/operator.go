@@ -56,6 +56,8 @@ type WakeTimes struct {
 	AcceptedAt    time.Time `json:"accepted_at,omitzero"`
 	UpAt          time.Time `json:"up_at,omitzero"`
 	FirstAnswerAt time.Time `json:"first_answer_at,omitzero"`
+	// Prewake: the wake was a learned pre-wake, not a request's.
+	Prewake bool `json:"prewake,omitempty"`
 }
 
 // Phase names, as events, history and the API give them.
@@ -112,6 +114,9 @@ const (
 	EventWakeAsk  = "wake_ask" // an operator asked the app to wake
 	EventWake     = "wake"     // a wake's phases, once the app answered
 	EventSettings = "settings" // the dry run or the kill switch changed (not per app)
+	// EventHoldExpired: a hold ran out by itself (not released), noticed by
+	// the leader's job at its first look at the app after the hold's end.
+	EventHoldExpired = "hold_expired"
 )
 
 // operatorName cleans a "by" given by an operator: trimmed, at most 64

@@ -32,6 +32,8 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	if n := in.Observation.Name; n != "" {
 		rec.Name = n // the app's own name, when its platform has one
 	}
+	in.Prewake = j.prewakeDue(ctx, t, now)
+	j.prewakeOutcome(ctx, t, rec, in, now)
 	next, act := Decide(rec, in, now, t.policy)
 	next.Term = term
 	j.act(ctx, lock, t, rec, next, act, in, pd, now)
@@ -384,6 +386,9 @@ func (j *Job) start(ctx context.Context, lock *heldLock, t target, prev, next Re
 	if served {
 		j.clearAsk(ctx, t.app.ID, now)
 	}
+	if err == nil {
+		j.noteArrival(ctx, t, next)
+	}
 }
 
 func (j *Job) verify(ctx context.Context) bool {
@@ -414,6 +419,7 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 	}
 	// This node acts on the record at once (before it says so in the log).
 	j.opts.Engine.Apply(*next)
+	j.opts.Engine.written(ctx, prev, *next)
 	if prev.Status == StatusWaitingForUp && next.Status == StatusUp && next.Wake != nil {
 		// The phases as far as the platform goes; the first node to answer a
 		// held request adds the last one (Engine.wakeAnswered).
