@@ -1,6 +1,7 @@
 package page
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -243,6 +244,58 @@ func TestWaitingPage_InChromium(t *testing.T) {
 		s.waitCount(t, http.MethodGet, 2)
 		if n := s.count(http.MethodHead); n != 0 {
 			t.Errorf("%d polls with scripts disabled, want 0", n)
+		}
+	})
+
+	// A stream that never delivers (a proxy that buffers it), or one that breaks after its first event: the
+	// page polls as the reference's does, and reaches the app.
+	for name, events := range map[string]http.HandlerFunc{
+		"a buffered stream": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			<-r.Context().Done()
+		},
+		"a stream that breaks": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, string(AppendEvent(nil, EventState, "WaitingForUp", StateWaiting, Progress{Asked: true, Waited: time.Second})))
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+		},
+	} {
+		t.Run(name+" falls back to polling", func(t *testing.T) {
+			w := base
+			w.EventsURL = "/.well-known/reaper/events"
+			s := newScriptedServer(t, w, "en", answer{status: 503, header: http.Header{marker: {"WaitingForUp"}}})
+			s.events = events
+			p := openWaiting(t, b, s)
+			p.WaitFor(t, `document.documentElement.dataset.live === "poll"`, waitLong)
+			s.morePolls(t, 2)
+			s.answer(200)
+			s.waitCount(t, http.MethodGet, 2)
+			p.WaitFor(t, `document.getElementById("app") !== null`, waitLong)
+		})
+	}
+
+	t.Run("reduced motion stops every animation; the status is announced", func(t *testing.T) {
+		w := base
+		w.Status = "WaitingForUp"
+		w.Progress = Progress{Asked: true, Waited: time.Second, Accepted: time.Millisecond, ETA: 5 * time.Second, Samples: 2}
+		s := newScriptedServer(t, w, "en", answer{status: 503, header: http.Header{marker: {"WaitingForUp"}}})
+		p := b.NewPage(t)
+		media := map[string]any{"features": []map[string]string{{"name": "prefers-reduced-motion", "value": "reduce"}}}
+		if err := p.Call("Emulation.setEmulatedMedia", media, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Navigate(s.URL + "/"); err != nil {
+			t.Fatal(err)
+		}
+		got := evalString(t, p, `[getComputedStyle(document.querySelector(".sp")).animationName,
+			getComputedStyle(document.querySelector('[data-phase="up"]'), "::before").animationName,
+			document.querySelector(".st").getAttribute("role"), document.querySelector(".st").getAttribute("aria-live"),
+			document.getElementById("reaper-bar").getAttribute("aria-hidden")].join()`)
+		if got != "none,none,status,polite,true" {
+			t.Errorf("animations, status role and live region, bar = %q", got)
 		}
 	})
 
