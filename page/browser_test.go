@@ -1,7 +1,6 @@
 package page
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -257,8 +256,10 @@ func TestWaitingPage_InChromium(t *testing.T) {
 		},
 		"a stream that breaks": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
-			io.WriteString(w, string(AppendEvent(nil, EventState, "WaitingForUp", StateWaiting, Progress{Asked: true, Waited: time.Second})))
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			w.Write(AppendEvent(nil, EventState, "WaitingForUp", StateWaiting, Progress{Asked: true, Waited: time.Second}))
+			rc := http.NewResponseController(w)
+			rc.Flush()
+			if conn, _, err := rc.Hijack(); err == nil {
 				conn.Close()
 			}
 		},
