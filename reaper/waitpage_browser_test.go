@@ -59,7 +59,8 @@ func newPageRig(t *testing.T, route, cfg string, platform func(*paastest.Fake)) 
 		rig.got = append(rig.got, appHit{r.Method, r.URL.Path, time.Now()})
 		rig.mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>the app</title><p id="app">hello from the app</p>`)
+		// No icon: a browser would ask the app for /favicon.ico, a request that wakes it once it sleeps.
+		io.WriteString(w, `<!doctype html><link rel="icon" href="data:,"><title>the app</title><p id="app">hello from the app</p>`)
 	}))
 	t.Cleanup(backend.Close)
 	store := newTestStore(t)
@@ -138,8 +139,9 @@ func (rig *pageRig) boot(t *testing.T, d time.Duration) {
 }
 
 // stop stops the app from outside, once the job has cleared the wake asks made
-// while it woke (a page's polls and stream ask again, as the reference's do: an
-// ask still pending would wake it again), and waits until the node sees it Down.
+// while it woke (a page's polls and stream ask again while it wakes, as the
+// reference's do, and an ask still pending would wake it again), and waits
+// until the node sees it Down.
 func (rig *pageRig) stop(t *testing.T) {
 	t.Helper()
 	testwait.For(t, browserWait, "the wake asks are cleared", func() bool {
