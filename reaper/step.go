@@ -29,6 +29,9 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	if !ok {
 		return
 	}
+	if n := in.Observation.Name; n != "" {
+		rec.Name = n // the app's own name, when its platform has one
+	}
 	in.Prewake = j.prewakeDue(ctx, t, now)
 	j.prewakeOutcome(ctx, t, rec, in, now)
 	next, act := Decide(rec, in, now, t.policy)

@@ -155,6 +155,7 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		GuessAppID: config.GuessAppID,
 		MaxHeld:    nodeMaxHeld(cfg.Reaper.MaxHeld),
 		Observer:   p.metrics,
+		AdminToken: cfg.Node.AdminToken,
 	}
 	if p.webhooks != nil {
 		opts.Notifier = p.webhooks
