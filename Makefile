@@ -21,6 +21,8 @@ run: build
 	@echo "            curl -i -H 'Host: hello.localhost' -H 'CleverCloud-Reaper: status' http://127.0.0.1:8080/"
 	@echo "            curl -i -H 'Host: hello.localhost' -A 'UptimeRobot/2.0' http://127.0.0.1:8080/   # monitor: 200, no wake"
 	@echo "  health:   curl http://127.0.0.1:9090/healthz"
+	@if [ -n "$$REAPER_ADMIN_TOKEN" ]; then t='your $$REAPER_ADMIN_TOKEN'; else t=demo-admin-token; fi; \
+	  echo "  dashboard: http://127.0.0.1:9090/   (sign in with $$t)"
 	@echo "  The apps sleep after 30 s without traffic; watch this log. Ctrl-C stops reaper (the apps keep running: see README)."
 	@echo
 	./bin/reaper serve --config examples/demo.yaml

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,7 +36,21 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 	}
 
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
-	c.checkReaperApps(d, errs)
+	managed := c.checkReaperApps(d, errs)
+	c.checkWebhookApps(managed, errs)
+}
+
+// checkWebhookApps checks that the apps a webhook filters on are apps of the
+// routes: a typo would be a webhook that never hears of the app.
+func (c *Config) checkWebhookApps(managed map[string]bool, errs *conf.Errors) {
+	for i, h := range c.Events.Webhooks {
+		for j, app := range h.Apps {
+			if app != "" && !managed[app] {
+				errs.Add(conf.Index(conf.Key(conf.Index("events.webhooks", i), "apps"), j),
+					"%s is not the app_id of any route's reaper plugin", strconv.Quote(app))
+			}
+		}
+	}
 }
 
 // checkDriver checks that the driver is known and that only its own section is
@@ -130,8 +146,10 @@ func anyAddress(host string) bool {
 
 // checkReaperApps checks that every route with the reaper plugin names an app the
 // driver knows (process) or can guess it (Clever Cloud), so that a typo is a
-// configuration error rather than an app that never wakes.
-func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) {
+// configuration error rather than an app that never wakes. It returns the apps
+// the routes manage.
+func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]bool {
+	managed := map[string]bool{}
 	known := map[string]bool{}
 	for _, a := range c.PaaS.Apps {
 		known[a.ID] = true
@@ -150,29 +168,40 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) {
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
+		firstReaper := -1
 		for j := range r.Plugins {
 			pc := &r.Plugins[j]
 			if pc.Plugin != reaper.PluginID {
 				continue
 			}
-			path := conf.Key(conf.Index(conf.Key(conf.Index("routes", i), "plugins"), j), "config")
+			plugins := conf.Key(conf.Index("routes", i), "plugins")
+			if firstReaper >= 0 {
+				errs.Add(conf.Index(plugins, j), "is a second reaper plugin on the route (the first is %s): one app per route", conf.Index(plugins, firstReaper))
+				continue
+			}
+			firstReaper = j
+			path := conf.Key(conf.Index(plugins, j), "config")
 			rc := reaper.DefaultConfig()
 			var scratch conf.Errors // its errors were reported by ValidateRoutes
 			d.Decode(&pc.Config, &rc, path, &scratch)
+			managed[rc.AppID] = true
 			switch {
 			case c.PaaS.Driver == DriverCleverCloud && rc.AppID == "":
-				if _, ok := guessAppID(r.Backend.Targets); !ok {
+				if id, ok := guessAppID(r.Backend.Targets); ok {
+					managed[id] = true
+				} else {
 					errs.Add(conf.Key(path, "app_id"), "is required (no backend target is an app-<uuid>.cleverapps.io domain to guess it from)")
 				}
 			case rc.AppID == "":
 				errs.Add(conf.Key(path, "app_id"), "is required")
 			case c.PaaS.Driver == DriverProcess && !known[rc.AppID]:
-				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.apps", strconv.Quote(rc.AppID))
+				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.apps%s", strconv.Quote(rc.AppID), didYouMean(rc.AppID, known))
 			case dockerStrict && !known[rc.AppID]:
-				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.docker.apps (and paas.docker.labels is off)", strconv.Quote(rc.AppID))
+				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.docker.apps (and paas.docker.labels is off)%s", strconv.Quote(rc.AppID), didYouMean(rc.AppID, known))
 			}
 		}
 	}
+	return managed
 }
 
 // guessAppID finds a Clever Cloud app id in a route's backend targets.
@@ -190,3 +219,16 @@ func guessAppID(targets []plugin.Target) (string, bool) {
 // GuessAppID finds a Clever Cloud app id in a route's backend targets, for routes
 // whose reaper plugin does not name its app.
 func GuessAppID(r *plugin.RouteConfig) (string, bool) { return guessAppID(r.Backend.Targets) }
+
+// didYouMean suggests the known name closest to name (two edits away at
+// most), as ` (did you mean "x"?)`, or "".
+func didYouMean(name string, known map[string]bool) string {
+	if name == "" {
+		return ""
+	}
+	best := conf.Closest(name, slices.Sorted(maps.Keys(known)), 2)
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + strconv.Quote(best) + "?)"
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/reapergw/reaper/paas/docker"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/webhook"
 )
 
 // Config is the whole file.
@@ -26,6 +27,7 @@ type Config struct {
 	Store   Store                `yaml:"store"`
 	Cluster *Cluster             `yaml:"cluster"`
 	Routes  []plugin.RouteConfig `yaml:"routes"`
+	Events  Events               `yaml:"events"`
 }
 
 // Node is this copy of reaper: where it listens and keeps its data.
@@ -43,6 +45,8 @@ type Node struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// ReadHeaderTimeout bounds how long a client may take to send its headers.
 	ReadHeaderTimeout conf.Duration `yaml:"read_header_timeout"`
+	// BodyIdleTimeout bounds each wait for the next bytes of a request body.
+	BodyIdleTimeout conf.Duration `yaml:"body_idle_timeout"`
 	// IdleTimeout closes client keep-alive connections idle this long.
 	IdleTimeout conf.Duration `yaml:"idle_timeout"`
 	// MaxHeaderBytes bounds the size of a request's headers.
@@ -113,6 +117,19 @@ type ClusterTLS struct {
 	CA   string `yaml:"ca"`
 }
 
+// Events says whom to tell what happens to the apps (docs/webhooks.md).
+type Events struct {
+	// AlertWakeAfter: a wake that takes longer is a slow_wake event; 0: none.
+	AlertWakeAfter conf.Duration `yaml:"alert_wake_after"`
+	// Webhooks receive the events.
+	Webhooks []webhook.Config `yaml:"webhooks"`
+}
+
+// Validate checks the webhooks together (each checked itself already).
+func (e *Events) Validate(path string, errs *conf.Errors) {
+	webhook.Check(e.Webhooks, e.AlertWakeAfter.D(), conf.Key(path, "webhooks"), errs)
+}
+
 // Peer is one member of the cluster.
 type Peer struct {
 	ID       string `yaml:"id" json:"id"`
@@ -140,6 +157,7 @@ func Default() Config {
 			DataDir:           "./data",
 			ShutdownTimeout:   conf.Duration(30 * time.Second),
 			ReadHeaderTimeout: conf.Duration(10 * time.Second),
+			BodyIdleTimeout:   conf.Duration(60 * time.Second),
 			IdleTimeout:       conf.Duration(120 * time.Second),
 			MaxHeaderBytes:    64 << 10,
 		},
@@ -199,6 +217,9 @@ func (n *Node) Validate(path string, errs *conf.Errors) {
 	}
 	if n.ReadHeaderTimeout <= 0 {
 		errs.Add(conf.Key(path, "read_header_timeout"), "must be more than 0")
+	}
+	if n.BodyIdleTimeout <= 0 {
+		errs.Add(conf.Key(path, "body_idle_timeout"), "must be more than 0")
 	}
 	n.trusted = n.trusted[:0]
 	for i, s := range n.TrustedProxies {

@@ -87,10 +87,11 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`node.listen: "nope" is not an address (write host:port, such as 127.0.0.1:8080 or :8080)`,
 			`node.admin_listen: "1.2.3.4:99999" has no valid port`,
 		}},
-		{"node fields", "node: {data_dir: '', max_header_bytes: 10, read_header_timeout: 0, trusted_proxies: [10.0.0.0/33, banana]}", []string{
+		{"node fields", "node: {data_dir: '', max_header_bytes: 10, read_header_timeout: 0, body_idle_timeout: 0, trusted_proxies: [10.0.0.0/33, banana]}", []string{
 			`node.data_dir: is required`,
 			`node.max_header_bytes: must be at least 1024`,
 			`node.read_header_timeout: must be more than 0`,
+			`node.body_idle_timeout: must be more than 0`,
 			`node.trusted_proxies[0]: "10.0.0.0/33" is not a valid CIDR prefix (such as 10.0.0.0/8 or fd00::/8)`,
 			`node.trusted_proxies[1]: "banana" is not a valid IP address or CIDR prefix`,
 		}},
@@ -131,8 +132,8 @@ routes:
     backend: {targets: ["http://127.0.0.1:1"]}
     plugins: [{plugin: reaper, config: {app_id: wbe}}, {plugin: reaper, config: {grace_period: 1h}}]
 `, []string{
-			`routes[0].plugins[0].config.app_id: "wbe" is not an app of paas.apps`,
-			`routes[0].plugins[1].config.app_id: is required`,
+			`routes[0].plugins[0].config.app_id: "wbe" is not an app of paas.apps (did you mean "web"?)`,
+			`routes[0].plugins[1]: is a second reaper plugin on the route (the first is routes[0].plugins[0]): one app per route`,
 		}},
 		{"secret value never in an error", "node: {admin_token: [s3cr3t]}", []string{
 			`node.admin_token: must be a string, got a list`,

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,20 @@ func TestCluster_OperatorActionsFromAnyNodeOutliveTheLeader(t *testing.T) {
 	old := e.node(lead.ID)
 	followers := others(e.nodes, old)
 	app := "/api/apps/" + e.ids["web"]
+
+	// Every node exports the cluster's state: one leader, one term.
+	leaders, terms := 0.0, map[string]bool{}
+	for _, n := range e.nodes {
+		m := e.scrape(n)
+		leaders += m["reaper_leader"]
+		terms[strconv.FormatFloat(m["reaper_raft_term"], 'f', 0, 64)] = true
+		if m[`reaper_app_status{app="`+e.ids["web"]+`",status="Down"}`] != 1 {
+			t.Errorf("%s: reaper_app_status of web is not Down: %v", n.id, m[`reaper_app_status{app="`+e.ids["web"]+`",status="Down"}`])
+		}
+	}
+	if leaders != 1 || len(terms) != 1 {
+		t.Errorf("reaper_leader sums to %v over the nodes, terms %v; want one leader, one term", leaders, terms)
+	}
 
 	code, body := e.adminDo(followers[0], "POST", app+"/_hold", `{"duration": "1h", "reason": "nightly backup", "by": "ops"}`)
 	if code != 200 {
@@ -86,9 +101,16 @@ func TestCluster_OperatorActionsFromAnyNodeOutliveTheLeader(t *testing.T) {
 	if code, body = e.adminDo(other, "DELETE", app+"/_hold", `{"by": "ops"}`); code != 200 || body["released"] != true {
 		t.Fatalf("release on %s: %d %v", other.id, code, body)
 	}
-	if code, body = e.adminDo(other, "POST", app+"/_sleep", `{"by": "alice"}`); code != 202 {
-		t.Fatalf("sleep on %s: %d %v", other.id, code, body)
-	}
+	// The dead leader's last in-flight counts live in the store until they
+	// expire (three flush intervals): until then the sleep is refused as busy,
+	// and says so.
+	testwait.For(t, 30*time.Second, "the sleep accepted on "+other.id, func() bool {
+		code, body = e.adminDo(other, "POST", app+"/_sleep", `{"by": "alice"}`)
+		if msg, _ := body["error"].(string); code == 409 && !strings.Contains(msg, "open on the app") {
+			t.Fatalf("sleep on %s: %d %v; want 202, or 409 while requests are still counted open", other.id, code, body)
+		}
+		return code == 202
+	})
 	e.waitAppStatus(followers, "web", "Down", 20*time.Second)
 	e.checkOneStart("web")
 	if n := e.apiCalls("web", "DELETE", "/instances"); n != 1 {
@@ -106,4 +128,17 @@ func TestCluster_OperatorActionsFromAnyNodeOutliveTheLeader(t *testing.T) {
 	if want := []string{"hold by ops", "release by ops", "sleep by alice"}; !slices.Equal(seen, want) {
 		t.Errorf("the operator's actions in the history: %q, want %q", seen, want)
 	}
+}
+
+// scrape reads node n's /metrics into series → value.
+func (e *clusterEnv) scrape(n *clusterNode) map[string]float64 {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", e.adminURL(n, "/metrics"), nil)
+	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
+	resp, err := e.admin.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		e.t.Fatalf("scrape %s: %v %v", n.id, resp, err)
+	}
+	defer resp.Body.Close()
+	return parseExposition(e.t, resp.Body)
 }

@@ -68,6 +68,8 @@ type clusterEnv struct {
 	ca     *certtest.CA
 	caFile string
 	admin  *http.Client
+	// extra is appended to every node's configuration.
+	extra string
 }
 
 // clusterClever are the fake's timings: short, each phase long enough for the
@@ -86,19 +88,26 @@ func clusterRandom(prefix string) string {
 // size nodes that bootstrap one cluster together.
 func newCluster(t *testing.T, opts fakeclever.Options, size int, apps ...clusterApp) *clusterEnv {
 	t.Helper()
-	return newClusterWith(t, opts, size, nil, apps...)
+	return newClusterWith(t, opts, size, nil, "", apps...)
+}
+
+// newClusterExtra is newCluster with extra appended to every node's
+// configuration (top-level sections, such as events).
+func newClusterExtra(t *testing.T, opts fakeclever.Options, size int, extra string, apps ...clusterApp) *clusterEnv {
+	t.Helper()
+	return newClusterWith(t, opts, size, nil, extra, apps...)
 }
 
 // newTLSCluster is newCluster with cluster.tls: ca signs every node's
 // certificate, for 127.0.0.1.
 func newTLSCluster(t *testing.T, opts fakeclever.Options, size int, ca *certtest.CA, apps ...clusterApp) *clusterEnv {
 	t.Helper()
-	return newClusterWith(t, opts, size, ca, apps...)
+	return newClusterWith(t, opts, size, ca, "", apps...)
 }
 
-func newClusterWith(t *testing.T, opts fakeclever.Options, size int, ca *certtest.CA, apps ...clusterApp) *clusterEnv {
+func newClusterWith(t *testing.T, opts fakeclever.Options, size int, ca *certtest.CA, extra string, apps ...clusterApp) *clusterEnv {
 	t.Helper()
-	e := &clusterEnv{t: t, apps: apps, ids: map[string]string{},
+	e := &clusterEnv{t: t, apps: apps, ids: map[string]string{}, extra: extra,
 		token: clusterRandom("cc-cluster-token-"), secret: clusterRandom("cluster-secret-"), admin: clusterClient}
 	if ca != nil {
 		e.ca, e.caFile = ca, certtest.Write(t, t.TempDir(), "ca.crt", ca.PEM)
@@ -220,6 +229,7 @@ routes:
 			a.name, a.name, e.fake.AppEdgeURL(e.ids[a.name]), e.ids[a.name], fakeclever.DefaultOrganisation,
 			def(a.grace, "60s"), def(a.failTimeout, "30s"))
 	}
+	b.WriteString(e.extra)
 	return b.String()
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,8 +24,14 @@ func scrape(t *testing.T, p *reaperProc) map[string]float64 {
 		t.Fatalf("scrape: %v %v", resp, err)
 	}
 	defer resp.Body.Close()
+	return parseExposition(t, resp.Body)
+}
+
+// parseExposition reads the Prometheus text format into series → value.
+func parseExposition(t *testing.T, r io.Reader) map[string]float64 {
+	t.Helper()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()

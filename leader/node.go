@@ -263,10 +263,10 @@ func (n *Node) bootstrap() error {
 	n.log.Info("leader: bootstrapping cluster", "members", ids)
 	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
 	if errors.Is(err, raft.ErrCantBootstrap) {
-		// Raft listens before it is bootstrapped: a peer that was elected
-		// meanwhile may already have sent this node the cluster's log. The
-		// cluster exists, and this node is in it.
-		n.log.Info("leader: the cluster's leader reached this node before it bootstrapped: joined it")
+		// A peer that bootstrapped first reached us between the look at our
+		// empty state and now: its leader already wrote the same membership
+		// into our log. Nothing is left to do.
+		n.log.Info("leader: a peer's leader reached this node first; joined through it")
 		return nil
 	}
 	if err != nil {

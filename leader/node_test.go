@@ -410,3 +410,17 @@ func TestNew_DataDirInUse(t *testing.T) {
 		t.Fatal("a second node opened the same data dir")
 	}
 }
+
+// A node whose log a peer's leader wrote before its own bootstrap ran (a race of
+// the first start) joins through it: the bootstrap it can no longer do is not a
+// failure.
+func TestBootstrap_AfterAPeerWroteTheLogIsNoFailure(t *testing.T) {
+	c := newCluster(t, 1)
+	lead, _ := c.waitAgreement(electionBound, c.ids()...)
+	if err := lead.node.bootstrap(); err != nil {
+		t.Fatalf("a bootstrap on a node with a log: %v, want nil (joined through the peer)", err)
+	}
+	if !strings.Contains(lead.logs.String(), "joined through it") {
+		t.Errorf("the log does not say why the bootstrap was skipped")
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/reaper"
+	"github.com/reapergw/reaper/webhook"
 )
 
 // Buckets of the request and held-wait histograms: from a fast proxied request
@@ -44,6 +45,7 @@ type Metrics struct {
 	paasDur  *prometheus.HistogramVec
 	asks     *prometheus.GaugeVec
 	storeErr *prometheus.CounterVec
+	webhooks *prometheus.CounterVec
 
 	driver string
 	cells  sync.Map // requestKey → *requestCell
@@ -72,6 +74,7 @@ func New(driver string) *Metrics {
 	m.paasDur = m.histogramVec("reaper_paas_call_duration_seconds", "Length of calls to the platform.", prometheus.DefBuckets, "driver", "call")
 	m.asks = m.gaugeVec("reaper_wake_asks_pending", "Wake asks pending at the leader's last pass (0 or 1 per app). Set by the leader.", "app")
 	m.storeErr = m.counterVec("reaper_store_errors_total", "Store calls that failed, by operation.", "op")
+	m.webhooks = m.counterVec("reaper_webhook_deliveries_total", "Webhook events by outcome: delivered, retried (an attempt failed), dropped (refused, too old, pushed out of a full queue).", "webhook", "outcome")
 	return m
 }
 
@@ -138,6 +141,7 @@ func (m *Metrics) ObserveRequest(r plugin.RequestDone) {
 
 var _ plugin.RequestObserver = (*Metrics)(nil)
 var _ reaper.Observer = (*Metrics)(nil)
+var _ webhook.Observer = (*Metrics)(nil)
 
 // HeldWait implements reaper.Observer.
 func (m *Metrics) HeldWait(app string, d time.Duration) {
@@ -163,6 +167,11 @@ func (m *Metrics) PaaSCall(call, outcome string, d time.Duration) {
 
 // AsksPending implements reaper.Observer.
 func (m *Metrics) AsksPending(app string, n int) { m.asks.WithLabelValues(app).Set(float64(n)) }
+
+// WebhookDelivery implements webhook.Observer.
+func (m *Metrics) WebhookDelivery(webhook, outcome string) {
+	m.webhooks.WithLabelValues(webhook, outcome).Inc()
+}
 
 // StoreError counts a failed store call (valkeystore.Options.OnError).
 func (m *Metrics) StoreError(op string) { m.storeErr.WithLabelValues(op).Inc() }

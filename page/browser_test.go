@@ -246,6 +246,60 @@ func TestWaitingPage_InChromium(t *testing.T) {
 		}
 	})
 
+	// A stream that never delivers (a proxy that buffers it), or one that breaks after its first event: the
+	// page polls as the reference's does, and reaches the app.
+	for name, events := range map[string]http.HandlerFunc{
+		"a buffered stream": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			<-r.Context().Done()
+		},
+		"a stream that breaks": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(AppendEvent(nil, EventState, "WaitingForUp", StateWaiting, Progress{Asked: true, Waited: time.Second}))
+			rc := http.NewResponseController(w)
+			rc.Flush()
+			if conn, _, err := rc.Hijack(); err == nil {
+				conn.Close()
+			}
+		},
+	} {
+		t.Run(name+" falls back to polling", func(t *testing.T) {
+			w := base
+			w.EventsURL = "/.well-known/reaper/events"
+			s := newScriptedServer(t, w, "en", answer{status: 503, header: http.Header{marker: {"WaitingForUp"}}})
+			s.events = events
+			p := openWaiting(t, b, s)
+			p.WaitFor(t, `document.documentElement.dataset.live === "poll"`, waitLong)
+			s.morePolls(t, 2)
+			s.answer(200)
+			s.waitCount(t, http.MethodGet, 2)
+			p.WaitFor(t, `document.getElementById("app") !== null`, waitLong)
+		})
+	}
+
+	t.Run("reduced motion stops every animation; the status is announced", func(t *testing.T) {
+		w := base
+		w.Status = "WaitingForUp"
+		w.Progress = Progress{Asked: true, Waited: time.Second, Accepted: time.Millisecond, ETA: 5 * time.Second, Samples: 2}
+		s := newScriptedServer(t, w, "en", answer{status: 503, header: http.Header{marker: {"WaitingForUp"}}})
+		p := b.NewPage(t)
+		media := map[string]any{"features": []map[string]string{{"name": "prefers-reduced-motion", "value": "reduce"}}}
+		if err := p.Call("Emulation.setEmulatedMedia", media, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Navigate(s.URL + "/"); err != nil {
+			t.Fatal(err)
+		}
+		got := evalString(t, p, `[getComputedStyle(document.querySelector(".sp")).animationName,
+			getComputedStyle(document.querySelector('[data-phase="up"]'), "::before").animationName,
+			document.querySelector(".st").getAttribute("role"), document.querySelector(".st").getAttribute("aria-live"),
+			document.getElementById("reaper-bar").getAttribute("aria-hidden")].join()`)
+		if got != "none,none,status,polite,true" {
+			t.Errorf("animations, status role and live region, bar = %q", got)
+		}
+	})
+
 	t.Run("Arabic page is right to left", func(t *testing.T) {
 		s := newScriptedServer(t, base, "ar", answer{status: 503, header: http.Header{marker: {"Down"}}})
 		p := openWaiting(t, b, s)
@@ -279,19 +333,25 @@ func TestWaitingPage_Screenshots(t *testing.T) {
 		t.Skip("set REAPER_SCREENSHOT_DIR to write screenshots of the waiting page")
 	}
 	b := chrometest.Start(t)
+	waking := Progress{Asked: true, Waited: 4 * time.Second, Accepted: 120 * time.Millisecond, ETA: 9 * time.Second, Samples: 5}
+	late := Progress{Asked: true, Waited: 21 * time.Second, Accepted: 150 * time.Millisecond, Up: 19800 * time.Millisecond, ETA: 9 * time.Second, Samples: 5}
 	for _, shot := range []struct {
 		name, lang, status, scheme string
 		width                      int
+		progress                   Progress
 	}{
-		{"en-light", "en", "Down", "light", 1000},
-		{"ar-light", "ar", "Down", "light", 1000},
-		{"en-dark", "en", "WaitingForShutdown", "dark", 1000},
-		{"ar-error-dark", "ar", "Error", "dark", 1000},
-		{"de-phone", "de", "WaitingForUp", "light", 375},
+		{"en-light", "en", "WaitingForUp", "light", 1000, waking},
+		{"en-first-boot", "en", "Down", "light", 1000, Progress{}},
+		{"ar-light", "ar", "WaitingForUp", "light", 1000, waking},
+		{"en-dark", "en", "WaitingForShutdown", "dark", 1000, Progress{ETA: 9 * time.Second, Samples: 3}},
+		{"en-late-dark", "en", "Up", "dark", 1000, late},
+		{"he-late-dark", "he", "Up", "dark", 1000, late},
+		{"ar-error-dark", "ar", "Error", "dark", 1000, waking},
+		{"de-phone", "de", "WaitingForUp", "light", 375, waking},
 	} {
 		t.Run(shot.name, func(t *testing.T) {
 			w := Waiting{AppName: "my-shop-frontend", Status: shot.status, RequestID: "7f3c9a1e-52b4-4c1d-9e0a-3b8f2d6c41aa",
-				Node: "reaper-node-2", PollInterval: time.Hour}
+				Node: "reaper-node-2", PollInterval: time.Hour, Progress: shot.progress}
 			s := newScriptedServer(t, w, shot.lang, answer{status: 503, header: http.Header{marker: {shot.status}}})
 			p := b.NewPage(t)
 			for _, c := range []struct {

@@ -30,7 +30,8 @@ func TestMessages_EveryLanguageHasEveryMessage(t *testing.T) {
 		t.Errorf("first language (the fallback) is %v, want English", locales[0].Tag)
 	}
 
-	placeholders := map[string]string{"Title": PlaceholderApp, "ErrorTitle": PlaceholderApp, "Elapsed": PlaceholderSeconds}
+	placeholders := map[string]string{"Title": PlaceholderApp, "ErrorTitle": PlaceholderApp, "Elapsed": PlaceholderSeconds,
+		"ETA": PlaceholderSeconds, "ETALate": PlaceholderSeconds, "Seconds": PlaceholderSeconds}
 	typ := reflect.TypeOf(Messages{})
 	for _, l := range locales {
 		if l.Dir != "ltr" && l.Dir != "rtl" {
@@ -63,7 +64,8 @@ func TestMessages_TranslatedNotCopied(t *testing.T) {
 	en := locales[0].Messages
 	for _, l := range locales[1:] {
 		// Short labels may coincide (Node in Dutch); sentences may not.
-		for _, pair := range [][2]string{{l.Messages.Lead, en.Lead}, {l.Messages.Waking, en.Waking}, {l.Messages.Error, en.Error}} {
+		for _, pair := range [][2]string{{l.Messages.Lead, en.Lead}, {l.Messages.Waking, en.Waking}, {l.Messages.Error, en.Error},
+			{l.Messages.ETA, en.ETA}, {l.Messages.ETALate, en.ETALate}, {l.Messages.PhaseUp, en.PhaseUp}} {
 			if pair[0] == pair[1] {
 				t.Errorf("%v: %q is the English text", l.Tag, pair[0])
 			}

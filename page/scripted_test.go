@@ -43,6 +43,9 @@ type scriptedServer struct {
 	waiting Waiting
 	lang    string
 
+	// events, when set, serves the page's live progress stream (Waiting.EventsURL).
+	events http.HandlerFunc
+
 	mu   sync.Mutex
 	next answer
 	reqs []seen
@@ -69,6 +72,8 @@ func (s *scriptedServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	switch {
+	case s.events != nil && r.URL.Path == s.waiting.EventsURL:
+		s.events(w, r)
 	case r.Method == http.MethodGet && r.URL.Path == "/" && gets == 1:
 		page, err := RenderWaiting(r.Context(), s.waiting, s.lang)
 		if err != nil {

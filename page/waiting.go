@@ -1,10 +1,13 @@
 // Package page renders the HTML pages that reaper answers in place of an app: for now the waiting page a
 // browser gets while the app it asked for is asleep. Pages are templ components. An operator's own
-// waiting page (package templates) is rendered on its own and shares nothing with this one.
+// waiting page (package templates) gets the same pieces as fields (Fields): the script, the style, the
+// progress section.
 //
 // The waiting page is self-contained: no external script, stylesheet, font or image, light and dark from
-// prefers-color-scheme, twelve languages chosen from Accept-Language. It polls its own URL with a HEAD
-// request marked `CleverCloud-Reaper: poll` and reloads itself as soon as the app itself answers.
+// prefers-color-scheme, twelve languages chosen from Accept-Language. It shows the wake's phases and the
+// app's usual boot time, follows the app's live progress stream (server-sent events) and reloads itself
+// the moment requests go through to the app; without the stream it polls its own URL with a HEAD request
+// marked `CleverCloud-Reaper: poll` and reloads itself as soon as the app itself answers.
 package page
 
 import (
@@ -59,6 +62,14 @@ type Waiting struct {
 	// between two polls once the app is in Error (0 → DefaultErrorPollInterval). Both are clamped to
 	// [MinPollInterval, MaxPollInterval].
 	PollInterval, ErrorPollInterval time.Duration
+	// Progress is how far the wake went when the page was rendered, and the app's usual boot time.
+	Progress Progress
+	// EventsURL is the path of the app's live progress stream (server-sent events, see AppendEvent):
+	// the script follows it, and polls only when it fails. Empty: the script only polls.
+	EventsURL string
+	// Preview renders the page for a person to look at: it neither polls, nor follows the stream, nor
+	// reloads (no meta refresh either).
+	Preview bool
 }
 
 // RenderWaiting renders the waiting page in the best language for acceptLanguage (an Accept-Language
@@ -118,6 +129,23 @@ func (w Waiting) refreshSeconds() string {
 		d = clampInterval(w.ErrorPollInterval, DefaultErrorPollInterval)
 	}
 	return strconv.Itoa(int(math.Ceil(d.Seconds())))
+}
+
+// etaState is the initial data-eta of the page: "late" when the wake runs longer than usual.
+func etaState(p Progress) string {
+	if p.Late() {
+		return "late"
+	}
+	return "usual"
+}
+
+// phase is one entry of the page's list of phases.
+type phase struct{ name, label string }
+
+// phases lists the phases of a wake in order, labelled in the language of l.
+func phases(l Locale) [4]phase {
+	m := l.Messages
+	return [4]phase{{PhaseAsked, m.PhaseAsked}, {PhaseAccepted, m.PhaseAccepted}, {PhaseUp, m.PhaseUp}, {PhaseReady, m.PhaseReady}}
 }
 
 // nonceAttr is the nonce attribute of the inline style and script when ctx carries a CSP nonce, else none.

@@ -193,10 +193,10 @@ func TestRenderWaiting_IntervalsAreNumbersInTheScript(t *testing.T) {
 		poll, errorPoll time.Duration
 		want            string
 	}{
-		{0, 0, "P = 5000, E = 30000"},
-		{1500 * time.Millisecond, 45 * time.Second, "P = 1500, E = 45000"},
-		{time.Millisecond, -time.Second, "P = 50, E = 30000"},
-		{48 * time.Hour, 2 * time.Hour, "P = 3600000, E = 3600000"},
+		{0, 0, `"poll":5000,"errorPoll":30000,`},
+		{1500 * time.Millisecond, 45 * time.Second, `"poll":1500,"errorPoll":45000,`},
+		{time.Millisecond, -time.Second, `"poll":50,"errorPoll":30000,`},
+		{48 * time.Hour, 2 * time.Hour, `"poll":3600000,"errorPoll":3600000,`},
 	}
 	for _, tt := range tests {
 		_, _, scripts := parse(t, render(t, Waiting{PollInterval: tt.poll, ErrorPollInterval: tt.errorPoll}, ""))
@@ -208,7 +208,7 @@ func TestRenderWaiting_IntervalsAreNumbersInTheScript(t *testing.T) {
 
 func TestRenderWaiting_NoExternalReferences(t *testing.T) {
 	for _, l := range locales {
-		page := render(t, Waiting{AppName: "a", Status: "Error", RequestID: "r", Node: "n"}, l.Tag.String())
+		page := render(t, Waiting{AppName: "a", Status: "Error", RequestID: "r", Node: "n", EventsURL: "/.well-known/reaper/events"}, l.Tag.String())
 		if strings.Contains(page, "http://") || strings.Contains(page, "https://") {
 			t.Errorf("%s: page holds an absolute URL", l.Tag)
 		}
@@ -240,22 +240,28 @@ func TestRenderWaiting_NoExternalReferences(t *testing.T) {
 			}
 		}
 		for _, s := range scripts {
-			// The only request the script makes is the poll of the page's own URL.
+			// The only requests the script makes are the poll of the page's own URL and the live progress
+			// stream, whose URL is the one given.
 			if strings.Count(s, "fetch(") != 1 || !strings.Contains(s, "fetch(location.href,") ||
+				strings.Count(s, "EventSource(") != 1 || !strings.Contains(s, "new EventSource(C.events)") ||
+				!strings.Contains(s, `"events":"/.well-known/reaper/events"`) ||
 				strings.Contains(s, "import(") || strings.Contains(s, "createElement") || strings.Contains(s, "XMLHttpRequest") {
-				t.Errorf("%s: the script loads something else than its own URL", l.Tag)
+				t.Errorf("%s: the script loads something else than its own URL and its events", l.Tag)
 			}
 		}
 	}
 }
 
 // TestRenderWaiting_SizeWorstCase renders every language with 100-character names made of characters that
-// escape to the longest entities, in the longest state, and keeps the page under 12 KB.
+// escape to the longest entities, in the longest state, with every phase reached and a known boot time,
+// and keeps the page under 16 KB.
 func TestRenderWaiting_SizeWorstCase(t *testing.T) {
-	const limit = 12 << 10
+	const limit = 16 << 10
 	long := strings.Repeat(`"`, 100) // &#34; is 5 bytes
 	w := Waiting{AppName: long, RouteName: long, AppID: long, Status: "WaitingForShutdown",
-		RequestID: long, Node: long, PollInterval: 123456789, ErrorPollInterval: 987654321}
+		RequestID: long, Node: long, PollInterval: 123456789, ErrorPollInterval: 987654321, EventsURL: "/.well-known/reaper/events",
+		Progress: Progress{Asked: true, Waited: 123456 * time.Hour, Accepted: 12345 * time.Hour, Up: 23456 * time.Hour,
+			Ready: 34567 * time.Hour, ETA: 45678 * time.Hour, Samples: 10}}
 	largest, largestTag := 0, ""
 	for _, l := range locales {
 		n := len(render(t, w, l.Tag.String()))
@@ -320,6 +326,6 @@ func ExampleRenderWaiting() {
 	if err != nil {
 		return
 	}
-	fmt.Println(bytes.Contains(page, []byte(`<html lang="fr" dir="ltr" data-state="waiting" data-status="Down">`)))
+	fmt.Println(bytes.Contains(page, []byte(`<html lang="fr" dir="ltr" data-state="waiting" data-status="Down" data-eta="usual">`)))
 	// Output: true
 }

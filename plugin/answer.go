@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"html/template"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -89,7 +90,25 @@ func (st *state) writeAnswer(inst *instance, a *Answer) {
 	for k, vs := range a.Header {
 		h[http.CanonicalHeaderKey(k)] = vs
 	}
+	if a.Stream != nil {
+		st.writeStream(status, a.Stream)
+		return
+	}
 	st.writeBody(status, a.Body)
+}
+
+// writeStream writes the header of a streamed answer, flushes it, and lets
+// stream write the body (see Answer.Stream).
+func (st *state) writeStream(status int, stream func(io.Writer, func() error)) {
+	if st.upstream == "" {
+		st.upstream = upstreamGateway
+	}
+	st.rec.Header().Del("Content-Length")
+	st.rec.WriteHeader(status)
+	if err := st.rec.FlushError(); err != nil || st.ex.Request.Method == http.MethodHead {
+		return
+	}
+	stream(&st.rec, st.rec.FlushError)
 }
 
 func (st *state) writeBody(status int, body []byte) {

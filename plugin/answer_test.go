@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -59,5 +60,60 @@ func TestWriteAnswer_InvalidStatusIs500(t *testing.T) {
 		if w.Body.String() != tc.body || w.Header().Get("X-Custom") != "v" || w.Header().Get("X-Request-Id") != "rid" {
 			t.Errorf("status %d: body %q header %v", tc.status, w.Body.String(), w.Header())
 		}
+	}
+}
+
+func TestWriteAnswer_Stream(t *testing.T) {
+	for _, method := range []string{"GET", "HEAD"} {
+		w := httptest.NewRecorder()
+		st := &state{}
+		st.ex.Request = httptest.NewRequest(method, "/", nil)
+		st.ex.ID, st.idHeader[0] = "rid", "rid"
+		st.ex.Logger = slog.New(slog.DiscardHandler)
+		st.rec = recorder{w: w, st: st}
+		called := false
+		st.writeAnswer(&instance{kind: "k"}, &Answer{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}, "Content-Length": {"3"}},
+			Stream: func(out io.Writer, flush func() error) {
+				called = true
+				io.WriteString(out, "data: 1\n\n")
+				if err := flush(); err != nil {
+					t.Errorf("flush: %v", err)
+				}
+			}})
+		if !w.Flushed || w.Code != 200 || w.Header().Get("Content-Length") != "" || w.Header().Get("X-Request-Id") != "rid" {
+			t.Errorf("%s: flushed %v, code %d, header %v", method, w.Flushed, w.Code, w.Header())
+		}
+		if want := method == "GET"; called != want || (w.Body.String() == "data: 1\n\n") != want {
+			t.Errorf("%s: stream called %v, body %q", method, called, w.Body.String())
+		}
+		if st.upstream != upstreamGateway {
+			t.Errorf("upstream = %q", st.upstream)
+		}
+	}
+}
+
+// prefixPlugin answers every request with the path prefix it matched.
+type prefixPlugin struct{}
+
+func (prefixPlugin) ValidateAccess(ex *Exchange) (*Answer, error) {
+	return &Answer{Status: 200, Body: []byte("prefix=" + ex.PathPrefix())}, nil
+}
+
+func init() { Register(Info{ID: "test_prefix", New: func() Plugin { return prefixPlugin{} }}) }
+
+func TestExchange_PathPrefix(t *testing.T) {
+	r := mustRouter(t, `
+routes:
+  - {id: sub, frontend: {domains: [p.test/app]}, backend: {targets: ["http://127.0.0.1:1"]}, plugins: [{plugin: test_prefix}]}
+  - {id: root, frontend: {domains: [p.test]}, backend: {targets: ["http://127.0.0.1:1"]}, plugins: [{plugin: test_prefix}]}
+`, nil, nil)
+	tg := newTestGateway(t, r)
+	for path, want := range map[string]string{"/app/x": "prefix=/app", "/app": "prefix=/app", "/other": "prefix="} {
+		if _, body := tg.do(t, "GET", "p.test", path, nil, nil); body != want {
+			t.Errorf("%s: %q, want %q", path, body, want)
+		}
+	}
+	if got := (&Exchange{}).PathPrefix(); got != "" {
+		t.Errorf("outside the gateway: %q", got)
 	}
 }

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,10 @@ type GatewayOptions struct {
 	// Observer, when set, sees every request once it is over (metrics). It runs
 	// on the request's goroutine: it must be quick and must not block.
 	Observer RequestObserver
+	// BodyIdleTimeout bounds each wait for the next bytes of a client's request
+	// body (bodytimeout.go): a client silent for longer is disconnected. 0: no
+	// bound.
+	BodyIdleTimeout time.Duration
 }
 
 // RequestObserver sees each request once it is over.
@@ -53,6 +58,7 @@ type Gateway struct {
 	log      *slog.Logger
 	trusted  []netip.Prefix
 	observer RequestObserver
+	bodyIdle time.Duration
 
 	parking  atomic.Pointer[connQueue] // nil until EnableParking
 	parkN    atomic.Int64              // requests parked, or in a step that may park them
@@ -71,7 +77,7 @@ func NewGateway(opts GatewayOptions) *Gateway {
 	if opts.Node != "" {
 		log = log.With("node", opts.Node)
 	}
-	return &Gateway{log: log, trusted: opts.TrustedProxies, observer: opts.Observer}
+	return &Gateway{log: log, trusted: opts.TrustedProxies, observer: opts.Observer, bodyIdle: opts.BodyIdleTimeout}
 }
 
 // Swap makes r the router of new requests and returns the previous one (nil the
@@ -334,6 +340,7 @@ func (st *state) dialFailed(from int, err error) {
 // cleanly.
 func (g *Gateway) end(st *state) {
 	v := recover()
+	st.body.endDeadline(false)
 	if st.parked != nil {
 		if v == nil {
 			st.parked.arm() // from here on, other goroutines own the exchange
@@ -427,7 +434,7 @@ func (g *Gateway) logAccess(st *state, route string, status int) {
 		slog.Int("status", status),
 		slog.Int64("bytes", st.rec.bytes.Load()),
 		slog.Duration("duration", time.Since(st.ex.Start)),
-		slog.String("upstream", st.upstream),
+		slog.String("upstream", cmp.Or(st.upstream, upstreamGateway)), // no target tried: the gateway answered
 		slog.String("client", st.ex.ClientIP.String()),
 	)
 }

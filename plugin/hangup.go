@@ -3,6 +3,8 @@ package plugin
 import (
 	"crypto/tls"
 	"net"
+	"net/http"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -13,14 +15,19 @@ import (
 // another system) gets a goroutine blocked in a one-byte Read, as net/http's own
 // background read does.
 type watch struct {
-	fd   int32 // watched by the epoll set when done is nil
-	gen  uint32
-	done chan struct{} // the reading goroutine's end, when one reads
+	fd    int32 // watched by the epoll set when done is nil
+	gen   uint32
+	owner hangUpper     // told of a hang-up the epoll set sees
+	done  chan struct{} // the reading goroutine's end, when one reads
 }
+
+// hangUpper is what a watch tells of a hang-up.
+type hangUpper interface{ hangUp() }
 
 // start begins watching p's connection; a hang-up calls p.hangUp, perhaps at once.
 func (w *watch) start(p *Parked) {
-	if rc := rawConnOf(p.conn); rc != nil && hangups.add(p, rc) {
+	w.owner = p
+	if rc := rawConnOf(p.conn); rc != nil && hangups.add(w, rc) {
 		return
 	}
 	w.done = make(chan struct{})
@@ -32,7 +39,7 @@ func (w *watch) start(p *Parked) {
 // request resumed and does nothing).
 func (w *watch) stop(p *Parked) {
 	if w.done == nil {
-		hangups.remove(p, rawConnOf(p.conn))
+		hangups.remove(w, rawConnOf(p.conn))
 		return
 	}
 	_ = p.conn.SetReadDeadline(time.Unix(1, 0)) // unblocks the Read
@@ -64,8 +71,12 @@ func (w *watch) read(p *Parked) {
 // and TCP's flow control bound them).
 const maxPending = 64 << 10
 
-// rawConnOf returns the socket under c, TLS included, or nil.
+// rawConnOf returns the socket under c, TLS and a handed-back connection
+// included, or nil.
 func rawConnOf(c net.Conn) syscall.RawConn {
+	if r, ok := c.(*resumeConn); ok {
+		c = r.Conn
+	}
 	if t, ok := c.(*tls.Conn); ok {
 		c = t.NetConn()
 	}
@@ -78,4 +89,64 @@ func rawConnOf(c net.Conn) syscall.RawConn {
 		return nil
 	}
 	return rc
+}
+
+// WatchHangUp watches the connection of an HTTP/1 request that waits with its
+// body unread — net/http notices a client that leaves only once the body is
+// read — for its client hanging up (closing its side of the connection, or
+// resetting it), without reading from it. On a hang-up the gateway closes the
+// connection, since nothing can be answered on it any more, and calls gone, once,
+// on another goroutine. stop ends the watch: once it returns, gone is not called
+// (unless it already runs). Where net/http watches the client itself (HTTP/2, no
+// body, a body in memory) or no watch is possible (a gateway that does not park,
+// see EnableParking; another system than Linux), stop does nothing and gone is
+// never called.
+func (ex *Exchange) WatchHangUp(gone func()) (stop func()) {
+	st := ex.st
+	if st == nil || ex.Request.ProtoMajor != 1 || st.body.rc == http.NoBody || st.body.buffered {
+		return func() {}
+	}
+	c, _ := ex.Request.Context().Value(connKey{}).(net.Conn)
+	rc := rawConnOf(c)
+	if rc == nil {
+		return func() {}
+	}
+	h := &bodyWatch{conn: c, gone: gone}
+	h.w.owner = h
+	if !hangups.add(&h.w, rc) {
+		return func() {}
+	}
+	return h.stop
+}
+
+// bodyWatch is the watch of WatchHangUp.
+type bodyWatch struct {
+	conn net.Conn
+	gone func()
+	w    watch
+
+	mu    sync.Mutex
+	ended bool // stopped, or hung up
+}
+
+func (h *bodyWatch) hangUp() {
+	h.mu.Lock()
+	if h.ended {
+		h.mu.Unlock()
+		return
+	}
+	h.ended = true
+	h.mu.Unlock()
+	h.conn.Close()
+	h.gone()
+}
+
+func (h *bodyWatch) stop() {
+	h.mu.Lock()
+	ended := h.ended
+	h.ended = true
+	h.mu.Unlock()
+	if !ended {
+		hangups.remove(&h.w, rawConnOf(h.conn))
+	}
 }

@@ -5,20 +5,22 @@ import (
 	"syscall"
 )
 
-// hangups is the process's epoll set of parked connections. It reports a peer
-// that closed its side (EPOLLRDHUP), reset the connection (EPOLLHUP, EPOLLERR),
-// and nothing else: a pipelined request arriving meanwhile is left in the socket
-// for the server. Each registration is one-shot and carries a generation with the
-// descriptor, so a late event never reaches a request that reused the number.
+// hangups is the process's epoll set of watched connections: parked ones, and
+// those of requests that wait with their body unread. It reports a peer that
+// closed its side (EPOLLRDHUP), reset the connection (EPOLLHUP, EPOLLERR), and
+// nothing else: a pipelined request, or the rest of a body, arriving meanwhile is
+// left in the socket for the server. Each registration is one-shot and carries a
+// generation with the descriptor, so a late event never reaches a watch that
+// reused the number.
 var hangups epollSet
 
 type epollSet struct {
 	once sync.Once
 	fd   int // -1 when epoll could not be set up
 
-	mu     sync.Mutex
-	gen    uint32
-	parked map[int32]*Parked
+	mu      sync.Mutex
+	gen     uint32
+	watched map[int32]*watch
 }
 
 func (s *epollSet) setUp() {
@@ -29,13 +31,14 @@ func (s *epollSet) setUp() {
 			return
 		}
 		s.fd = fd
-		s.parked = make(map[int32]*Parked)
+		s.watched = make(map[int32]*watch)
 		go s.loop()
 	})
 }
 
-// add watches p's socket; false means it could not (the caller watches otherwise).
-func (s *epollSet) add(p *Parked, rc syscall.RawConn) bool {
+// add watches w's socket, rc, for w.owner; false means it could not (the caller
+// watches otherwise, or not at all).
+func (s *epollSet) add(w *watch, rc syscall.RawConn) bool {
 	s.setUp()
 	if s.fd < 0 {
 		return false
@@ -45,21 +48,21 @@ func (s *epollSet) add(p *Parked, rc syscall.RawConn) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.gen++
-		p.w.fd, p.w.gen = int32(fd), s.gen
+		w.fd, w.gen = int32(fd), s.gen
 		ev := syscall.EpollEvent{Events: syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(fd), Pad: int32(s.gen)}
 		if syscall.EpollCtl(s.fd, syscall.EPOLL_CTL_ADD, int(fd), &ev) == nil {
-			s.parked[int32(fd)] = p
+			s.watched[int32(fd)] = w
 			ok = true
 		}
 	})
 	return err == nil && ok
 }
 
-// remove stops watching p's socket.
-func (s *epollSet) remove(p *Parked, rc syscall.RawConn) {
+// remove stops watching w's socket, rc.
+func (s *epollSet) remove(w *watch, rc syscall.RawConn) {
 	s.mu.Lock()
-	if s.parked[p.w.fd] == p {
-		delete(s.parked, p.w.fd)
+	if s.watched[w.fd] == w {
+		delete(s.watched, w.fd)
 	}
 	s.mu.Unlock()
 	if rc != nil {
@@ -78,15 +81,15 @@ func (s *epollSet) loop() {
 		}
 		for _, ev := range events[:n] {
 			s.mu.Lock()
-			p := s.parked[ev.Fd]
-			if p != nil && p.w.gen == uint32(ev.Pad) {
-				delete(s.parked, ev.Fd)
+			w := s.watched[ev.Fd]
+			if w != nil && w.gen == uint32(ev.Pad) {
+				delete(s.watched, ev.Fd)
 			} else {
-				p = nil
+				w = nil
 			}
 			s.mu.Unlock()
-			if p != nil {
-				go p.hangUp()
+			if w != nil {
+				go w.owner.hangUp()
 			}
 		}
 	}

@@ -40,7 +40,7 @@ routes:
       headers: {X-Env: prod, X-Token: "Regex(ab.*)", X-Any: "Wildcard(a*z)"}
     backend: {targets: ["http://127.0.0.1:1"]}
   - {id: tie-first, frontend: {domains: [tie.test/x]}, backend: {targets: ["http://127.0.0.1:1"]}}
-  - {id: tie-second, frontend: {domains: [tie.test/x]}, backend: {targets: ["http://127.0.0.1:1"]}}
+  - {id: tie-second, frontend: {domains: [tie.test/x], methods: [GET]}, backend: {targets: ["http://127.0.0.1:1"]}}
   - {id: multi, frontend: {domains: [one.test, "two.test/x"]}, backend: {targets: ["http://127.0.0.1:1"]}}
   - {id: ipv6, frontend: {domains: ["[::1]"]}, backend: {targets: ["http://127.0.0.1:1"]}}
 `

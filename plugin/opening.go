@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -32,14 +33,18 @@ func newOpeningGate() *openingGate {
 	return &openingGate{slots: make(chan struct{}, maxOpening), wait: provingWait}
 }
 
-// dial is a DialContext that waits for a slot (or ctx), dials, and keeps the slot
-// until the connection is proven accepted or closes.
+// dial is a DialContext that waits for a slot (or ctx, or the end of the request
+// that asked for the dial), dials, and keeps the slot until the connection is
+// proven accepted or closes.
 func (g *openingGate) dial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		gone, _ := ctx.Value(requestDoneKey{}).(<-chan struct{})
 		select {
 		case g.slots <- struct{}{}:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-gone:
+			return nil, errDialAbandoned
 		}
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
@@ -55,6 +60,27 @@ func (g *openingGate) dial(d *net.Dialer) func(ctx context.Context, network, add
 		time.AfterFunc(g.wait, pc.proven) // a no-op if proven before
 		return pc, nil
 	}
+}
+
+// net/http dials on a context detached from the cancellation of the request that
+// asked for the connection, so that a connection a request no longer wants still
+// goes to the pool. Behind the gate, that dial would wait its turn all the same:
+// clients that cancel their requests (an HTTP/2 rapid reset, impatient clients)
+// would pile up goroutines waiting for a slot, and connections the pool keeps
+// open, released four per proving wait, while the requests of clients still
+// there wait behind them. The context keeps its values, though: the request's
+// own end travels as one (withRequestDone), and a dial that has not got its slot
+// when the request ends is abandoned. Any other request waiting for a
+// connection has its own dial.
+type requestDoneKey struct{}
+
+// errDialAbandoned is the error of a dial abandoned because its request ended.
+var errDialAbandoned = errors.New("plugin: the request that asked for a connection to the backend is gone")
+
+// withRequestDone returns ctx, an outbound request's context, carrying its Done
+// channel for the gate.
+func withRequestDone(ctx context.Context) context.Context {
+	return context.WithValue(ctx, requestDoneKey{}, ctx.Done())
 }
 
 // provingConn is a connection that holds its backend's opening slot until the

@@ -90,3 +90,58 @@ func TestOpeningGate_BoundsConnectionsNotYetAccepted(t *testing.T) {
 	defer c.Close()
 	testwait.For(t, 5*time.Second, "the silent connection's slot freed by the wait", func() bool { return len(g.slots) == 0 })
 }
+
+// net/http dials on a context detached from its request's cancellation: a dial
+// waiting behind the gate for a request that has ended gives up (it would
+// otherwise wait its turn, and open a connection nobody asked for any more), and
+// takes no slot.
+func TestOpeningGate_ADialWhoseRequestEndedStopsWaiting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	g := newOpeningGate()
+	g.wait = time.Hour
+	dial := g.dial(&net.Dialer{})
+	for range maxOpening {
+		c, err := dial(t.Context(), "tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	reqCtx, endRequest := context.WithCancel(t.Context())
+	// What net/http's Transport gives DialContext: the request's values, not its
+	// cancellation.
+	dialCtx := context.WithoutCancel(withRequestDone(reqCtx))
+	done := make(chan error, 1)
+	go func() {
+		c, err := dial(dialCtx, "tcp", ln.Addr().String())
+		if c != nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	endRequest()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errDialAbandoned) {
+			t.Fatalf("the dial of an ended request = %v, want errDialAbandoned", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the dial of an ended request still waits for a slot after 5 s")
+	}
+	if n := len(g.slots); n != maxOpening {
+		t.Errorf("%d slots taken, want %d: the abandoned dial took none", n, maxOpening)
+	}
+}

@@ -238,7 +238,10 @@ func (c *resumeConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
-type resumeKey struct{}
+type (
+	resumeKey struct{}
+	connKey   struct{} // the connection a request came on, for Exchange.WatchHangUp
+)
 
 // resumed returns the parked exchange a request resumes, if it is the carrier of
 // a handed-back connection.
@@ -272,8 +275,10 @@ func (g *Gateway) resume(p *Parked, w http.ResponseWriter, carrier *http.Request
 }
 
 // EnableParking lets the gateway park held HTTP/1 requests (Exchange.Park) and
-// serve them again with srv, the http.Server whose Handler is the gateway: it sets
-// srv.ConnContext (keeping a function already there). Call it before srv serves.
+// serve them again with srv, the http.Server whose Handler is the gateway, and
+// watch the clients of requests held with their body unread
+// (Exchange.WatchHangUp): it sets srv.ConnContext (keeping a function already
+// there). Call it before srv serves.
 // The handed-back connections are served until srv shuts down; call Drain first
 // so that parked requests are answered before it does.
 func (g *Gateway) EnableParking(srv *http.Server) {
@@ -285,7 +290,9 @@ func (g *Gateway) EnableParking(srv *http.Server) {
 		if rc, ok := c.(*resumeConn); ok {
 			ctx = context.WithValue(ctx, resumeKey{}, rc)
 		}
-		return ctx
+		// Exchange.WatchHangUp watches the connection of a request held with
+		// its body unread.
+		return context.WithValue(ctx, connKey{}, c)
 	}
 	g.parking.Store(newConnQueue(srv))
 }

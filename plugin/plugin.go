@@ -159,6 +159,16 @@ type Exchange struct {
 // gateway gives up on the request.
 func (ex *Exchange) Context() context.Context { return ex.Request.Context() }
 
+// PathPrefix is the path prefix of the route's domain that the request matched
+// ("/app" for a domain "example.com/app"), without a trailing slash; empty for
+// a domain without a path, and outside the gateway.
+func (ex *Exchange) PathPrefix() string {
+	if ex.st == nil {
+		return ""
+	}
+	return ex.st.prefix
+}
+
 // OnDone registers f to run once the exchange is over: the response fully written
 // (streamed bodies included) or the upgraded connection (WebSocket) closed, or the
 // request abandoned. Functions run in reverse order of registration, on the
@@ -196,7 +206,7 @@ func (ex *Exchange) BufferBody(limit int64) (bool, error) {
 	if b.n.Load() > 0 {
 		return false, errors.New("plugin: the request body was already read")
 	}
-	data, err := io.ReadAll(io.LimitReader(b.rc, limit+1))
+	data, err := io.ReadAll(io.LimitReader(clientReader{b}, limit+1))
 	if err != nil {
 		return false, err
 	}
@@ -212,13 +222,14 @@ func (ex *Exchange) BufferBody(limit int64) (bool, error) {
 
 // SetReadDeadline bounds the reads of the request body from now on (the zero time
 // removes the bound), as http.ResponseController.SetReadDeadline does: a read past
-// it fails with an error matching os.ErrDeadlineExceeded. It returns
+// it fails with an error matching os.ErrDeadlineExceeded. The gateway's body idle
+// timeout still applies before it (GatewayOptions.BodyIdleTimeout). It returns
 // http.ErrNotSupported outside the gateway or once the request is parked.
 func (ex *Exchange) SetReadDeadline(t time.Time) error {
 	if ex.st == nil || ex.st.rec.w == nil {
 		return http.ErrNotSupported
 	}
-	return http.NewResponseController(ex.st.rec.w).SetReadDeadline(t)
+	return ex.st.body.setUntil(t)
 }
 
 // bodyCloser is a replaced body that still closes the client's.
@@ -250,6 +261,14 @@ type Answer struct {
 	Status int
 	Header http.Header // may be nil
 	Body   []byte
+	// Stream, when set, writes the body in place of Body, for an answer that
+	// goes on (server-sent events): the gateway writes the status and header
+	// without a Content-Length, flushes them, then calls Stream on the
+	// request's goroutine with the client's writer and a flush that pushes what
+	// was written to the client. The answer ends when Stream returns, which it
+	// must do once the request's context ends (the client went away) or a
+	// write fails. It is not called for a HEAD request.
+	Stream func(w io.Writer, flush func() error)
 }
 
 // JSONAnswer returns an Answer with v encoded as JSON.

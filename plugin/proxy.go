@@ -106,7 +106,9 @@ func (r *Route) rewrite(pr *httputil.ProxyRequest) {
 			return
 		}
 	}
-	ctx := out.Context()
+	// The backend's opening gate gives up a dial when the request that asked for
+	// it ends (opening.go).
+	ctx := withRequestDone(out.Context())
 	if len(r.respT) > 0 {
 		ctx = context.WithValue(ctx, stateKey{}, st)
 	}
@@ -116,9 +118,7 @@ func (r *Route) rewrite(pr *httputil.ProxyRequest) {
 		st.answering.Store(false)
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { st.answering.Store(true) }})
 	}
-	if ctx != out.Context() {
-		pr.Out = out.WithContext(ctx)
-	}
+	pr.Out = out.WithContext(ctx)
 }
 
 // modifyResponse puts the request id on a 101 response (the others get it from

@@ -40,6 +40,9 @@ func (r *recorder) WriteHeader(code int) {
 	if !r.wrote && !r.hijacked && (code < 100 || code > 199 || code == http.StatusSwitchingProtocols) {
 		r.wrote, r.status = true, code
 		r.w.Header()[headerRequestID] = r.st.idHeader[:]
+		if req := r.st.ex.Request; req != nil && req.ProtoMajor >= 2 {
+			r.st.body.endDeadline(true) // a stream goes on both ways from here
+		}
 	}
 	r.w.WriteHeader(code)
 }
@@ -115,6 +118,7 @@ type reqBody struct {
 	buffered bool         // the whole body is in memory (Exchange.BufferBody)
 	data     []byte       // the body, when buffered
 	orig     io.Closer    // the client's body, when buffered
+	deadline bodyDeadline // bounds the waits for the client's bytes (bodytimeout.go)
 }
 
 // rewind makes a buffered body readable from its start again, for a request sent
@@ -132,10 +136,29 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	if b.rc == nil {
 		return 0, io.EOF
 	}
-	n, err := b.rc.Read(p)
+	n, err := b.readClient(p)
 	b.n.Add(int64(n))
 	return n, err
 }
+
+// readClient reads the body; a read that waits for the client is bounded by the
+// body idle timeout (bodytimeout.go).
+func (b *reqBody) readClient(p []byte) (int, error) {
+	waits := !b.buffered && b.rc != http.NoBody
+	if waits {
+		b.arm()
+	}
+	n, err := b.rc.Read(p)
+	if waits && err == io.EOF {
+		b.endDeadline(true)
+	}
+	return n, err
+}
+
+// clientReader reads a body with readClient, without counting what it reads.
+type clientReader struct{ b *reqBody }
+
+func (r clientReader) Read(p []byte) (int, error) { return r.b.readClient(p) }
 
 // Close does nothing: see the type's comment.
 func (b *reqBody) Close() error { return nil }

@@ -51,7 +51,30 @@ func compileRoutes(routes []RouteConfig, path string, errs *conf.Errors) []*Rout
 		}
 		out[i] = compileRoute(&rc, p, errs)
 	}
+	shadowedDomains(routes, out, path, errs)
 	return out
+}
+
+// shadowedDomains refuses a domain that an earlier route has too when neither
+// route narrows it by method or header: the later could never be matched (hosts
+// compare in lower case, "A.test" is "a.test").
+func shadowedDomains(routes []RouteConfig, out []*Route, path string, errs *conf.Errors) {
+	type at struct{ route, domain int }
+	first := map[domain]at{}
+	for i, r := range out {
+		if r == nil || len(routes[i].Frontend.Methods) > 0 || len(routes[i].Frontend.Headers) > 0 || !routes[i].Enabled {
+			continue
+		}
+		for j, d := range r.domains {
+			if prev, dup := first[d]; dup {
+				errs.Add(conf.Index(conf.Key(conf.Key(conf.Index(path, i), "frontend"), "domains"), j),
+					"%s is already a domain of %s (%s), which always matches first: this route would never be reached",
+					strconv.Quote(routes[i].Frontend.Domains[j]), conf.Index(path, prev.route), strconv.Quote(routes[prev.route].Frontend.Domains[prev.domain]))
+				continue
+			}
+			first[d] = at{i, j}
+		}
+	}
 }
 
 func compileRoute(rc *RouteConfig, path string, errs *conf.Errors) *Route {

@@ -71,10 +71,13 @@ func (a *AdminAPI) Handler() http.Handler {
 
 // AppView is an app as the admin API shows it (the reference reaper's shape).
 type AppView struct {
-	AppID            string     `json:"app_id"`
-	Status           Status     `json:"status"`
-	OwnerID          string     `json:"owner_id,omitempty"`
-	Name             string     `json:"name,omitempty"`
+	AppID   string `json:"app_id"`
+	Status  Status `json:"status"`
+	OwnerID string `json:"owner_id,omitempty"`
+	Name    string `json:"name,omitempty"`
+	// PlatformState is the platform's state at the last observation;
+	// CleverState is the same under the reference's name, kept for its scripts.
+	PlatformState    string     `json:"platform_state,omitempty"`
 	CleverState      string     `json:"clever_state,omitempty"`
 	Cause            string     `json:"cause,omitempty"`
 	ErrorCause       string     `json:"error_cause,omitempty"`
@@ -158,7 +161,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		}
 		v := AppView{
 			AppID: appID, Status: rec.Status, OwnerID: rec.Owner, Name: rec.Name,
-			CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause,
+			PlatformState: string(rec.PlatformState), CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause,
 			LastStatusUpdate: ptime(rec.LastStatusUpdate), LastUpAt: ptime(rec.LastUpAt),
 			LastDownAt: ptime(rec.LastDownAt), ActionAt: ptime(rec.ActionAt), LastCheckAt: ptime(rec.LastCheckAt),
 			Routes: m.Routes, LastAccess: ptime(la), InFlight: max(inFlight[appID], int(busy)), Held: held, Managed: isManaged,
@@ -168,7 +171,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		}
 		if isManaged {
 			v.GracePeriod, v.FailTimeout = m.Policy.GracePeriod.String(), m.Policy.FailTimeout.String()
-			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy))
+			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy, time.Now()))
 		}
 		if rec.Status.Asleep() {
 			v.AsleepSince = ptime(rec.LastStatusUpdate)

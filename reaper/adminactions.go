@@ -66,10 +66,14 @@ type refusal struct {
 }
 
 // change applies f to the app's record under its lock, writes it and makes this
-// node see it, then asks the job to look at the app. f refuses by returning a
-// refusal (nothing is written). It answers the client itself on failure and
-// reports whether the change was written, with the new record.
-func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f func(rec *Record, now time.Time) *refusal) (Record, bool) {
+// node see it, tells the action (told, unless nil: its entry in the history and
+// its event), then asks the job to look at the app. f refuses by returning a
+// refusal (nothing is written). The action is told before the lock is released,
+// so that it comes before whatever the job does about it. change answers the
+// client itself on failure and reports whether the change was written, with the
+// new record.
+func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f func(rec *Record, now time.Time) *refusal,
+	told func(next Record) Transition) (Record, bool) {
 	ctx := r.Context()
 	lock, err := a.lock(ctx, id)
 	if errors.Is(err, ErrLocked) {
@@ -107,6 +111,10 @@ func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f f
 		return Record{}, false
 	}
 	a.Engine.Apply(next)
+	a.Engine.written(context.WithoutCancel(ctx), rec, next)
+	if told != nil {
+		a.event(ctx, told(next))
+	}
 	unlock() // before the look: the job must find the lock free
 	a.Engine.asks.look(ctx, id)
 	return next, true
@@ -146,6 +154,8 @@ func (a *AdminAPI) event(ctx context.Context, t Transition) {
 	if err := a.Store.AddEvent(context.WithoutCancel(ctx), t); err != nil {
 		a.Engine.log.Warn("adding an operator's action to the history failed", "app", t.AppID, "kind", t.Kind, "err", err)
 	}
+	rec, _ := a.Engine.Record(t.AppID)
+	a.Engine.notify(context.WithoutCancel(ctx), t, rec.Name)
 }
 
 // managed returns the app's merged policy, ok false (and a 404 written) when no
@@ -172,7 +182,8 @@ func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	rec, _ := a.Engine.Record(id)
-	// In the history before the ask: the job must not take it for a visit.
+	// In the history before the ask: the job must not take it for a visit, and
+	// it comes before what the job does about it.
 	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: body.By, Cause: "wake asked"})
 	a.Engine.asks.askNow(a.Engine.app(id), now)
 	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true, "status": rec.Status})
@@ -209,6 +220,13 @@ func (a *AdminAPI) sleep(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 		return
 	}
+	cause := "put to sleep now"
+	if force {
+		cause += " (forced)"
+	}
+	if busy > 0 {
+		cause += fmt.Sprintf(", once %d open requests or connections end", busy)
+	}
 	rec, done := a.change(w, r, id, func(rec *Record, now time.Time) *refusal {
 		if no := sleepRefusal(*rec, settings, m.Policy, busy, force, now); no != nil {
 			return no
@@ -220,18 +238,12 @@ func (a *AdminAPI) sleep(w http.ResponseWriter, r *http.Request) {
 			rec.Hold = &h
 		}
 		return nil
+	}, func(rec Record) Transition {
+		return Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.SleepAsk.At, Kind: EventSleep, By: body.By, Cause: cause}
 	})
 	if !done {
 		return
 	}
-	cause := "put to sleep now"
-	if force {
-		cause += " (forced)"
-	}
-	if busy > 0 {
-		cause += fmt.Sprintf(", once %d open requests or connections end", busy)
-	}
-	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.SleepAsk.At, Kind: EventSleep, By: body.By, Cause: cause})
 	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "status": rec.Status, "sleep_asked": rec.SleepAsk, "open": busy})
 }
 
@@ -303,12 +315,13 @@ func (a *AdminAPI) hold(w http.ResponseWriter, r *http.Request) {
 	rec, done := a.change(w, r, id, func(rec *Record, now time.Time) *refusal {
 		rec.Hold = &KeepWarm{Until: now.Add(d), Reason: body.Reason, By: body.By, Since: now}
 		return nil
+	}, func(rec Record) Transition {
+		return Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.Hold.Since, Kind: EventHold,
+			By: body.By, Cause: body.Reason, Hold: rec.Hold}
 	})
 	if !done {
 		return
 	}
-	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.Hold.Since, Kind: EventHold,
-		By: body.By, Cause: body.Reason, Hold: rec.Hold})
 	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "status": rec.Status, "hold": rec.Hold})
 }
 
@@ -360,12 +373,13 @@ func (a *AdminAPI) release(w http.ResponseWriter, r *http.Request) {
 		h.Until, h.ReleasedBy = now, body.By
 		rec.Hold = &h
 		return nil
+	}, func(rec Record) Transition {
+		return Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.Hold.Until, Kind: EventRelease,
+			By: body.By, Cause: "hold released", Hold: rec.Hold}
 	})
 	if !done {
 		return
 	}
-	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: rec.Hold.Until, Kind: EventRelease,
-		By: body.By, Cause: "hold released", Hold: rec.Hold})
 	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "released": true, "status": rec.Status, "hold": rec.Hold})
 }
 
@@ -390,7 +404,7 @@ func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 		*rec = Reset(*rec, now)
 		rec.Cause = CauseReset + " (" + body.By + ")"
 		return nil
-	})
+	}, nil)
 	if done {
 		httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "status": rec.Status})
 	}

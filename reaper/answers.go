@@ -79,9 +79,11 @@ const (
 var outcomeOf = [...]string{replyStatus: OutcomeStatus, replyPoll: OutcomeStatus, replyMonitoring: OutcomeMonitoring,
 	replyWaitingPage: OutcomeWaitingPage, replyUnavailable: OutcomeUnavailable, replyForward: "", replyForwardQuiet: "", replyHold: ""}
 
+// statusAnswer says the app's status as the reference does: WaitingForInit (an
+// app not observed yet) shows as Up, in the JSON as in the header.
 func (p *Plugin) statusAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 	return answer(ex, http.StatusOK, st, map[string]any{
-		"status": string(st), "ready_delay_ms": p.readyDelay.Milliseconds(),
+		"status": st.Marker(), "ready_delay_ms": p.readyDelay.Milliseconds(),
 	})
 }
 
@@ -137,27 +139,15 @@ func (p *Plugin) shutdownAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 }
 
 // waitingPage answers a browser with the waiting page (503, so that crawlers and
-// uptime checks never take it for the site's content).
+// uptime checks never take it for the site's content): the built-in one or the
+// route's own, with the wake's progress and the path of its live stream.
 func (p *Plugin) waitingPage(ex *plugin.Exchange, st Status) (*plugin.Answer, error) {
-	var body []byte
-	if p.page != nil {
-		body = p.page.Render(map[string]string{
-			"route_name": p.routeName, "app_name": p.routeName, "app_id": p.AppID,
-			"status": string(st), "request_id": ex.ID, "node": p.engine.opts.Node,
-		})
-	} else {
-		var err error
-		body, err = page.RenderWaiting(ex.Context(), page.Waiting{
-			RouteName: p.routeName,
-			AppName:   p.routeName,
-			AppID:     p.AppID,
-			Status:    string(st),
-			RequestID: ex.ID,
-			Node:      p.engine.opts.Node,
-		}, ex.Request.Header.Get("Accept-Language"))
-		if err != nil {
-			return nil, err
-		}
+	w := p.waiting(ex, st)
+	w.Progress = p.engine.viewOf(p.app, p.readyDelay, time.Now()).progress
+	w.EventsURL = ex.PathPrefix() + WellKnownEventsPath
+	body, err := p.renderPage(ex, w, ex.Request.Header.Get("Accept-Language"))
+	if err != nil {
+		return nil, err
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -169,4 +159,42 @@ func (p *Plugin) waitingPage(ex *plugin.Exchange, st Status) (*plugin.Answer, er
 		body = nil
 	}
 	return &plugin.Answer{Status: http.StatusServiceUnavailable, Header: h, Body: body}, nil
+}
+
+// waiting is what the waiting page of a request shows for an app in status st.
+func (p *Plugin) waiting(ex *plugin.Exchange, st Status) page.Waiting {
+	return page.Waiting{
+		RouteName: p.routeName,
+		AppName:   p.appName(),
+		AppID:     p.AppID,
+		Status:    string(st),
+		RequestID: ex.ID,
+		Node:      p.engine.opts.Node,
+	}
+}
+
+// appName is the app's name on its platform, else the route's name.
+func (p *Plugin) appName() string {
+	if rec := p.app.rec.Load(); rec != nil && rec.Name != "" {
+		return rec.Name
+	}
+	return p.routeName
+}
+
+// renderPage renders the route's waiting page for w in the visitor's language:
+// its own page if it has one, else the built-in one. A custom page that fails
+// to render (past its output bound, say) gives way to the built-in one: the
+// visitor still gets a page that opens the app.
+func (p *Plugin) renderPage(ex *plugin.Exchange, w page.Waiting, lang string) ([]byte, error) {
+	if p.page != nil {
+		f, err := page.NewFields(ex.Context(), w, lang)
+		if err == nil {
+			var body []byte
+			if body, err = p.page.Execute(f); err == nil {
+				return body, nil
+			}
+		}
+		p.pageErr.log(p.log, "the route's waiting page failed to render; the built-in page was served instead", err)
+	}
+	return page.RenderWaiting(ex.Context(), w, lang)
 }

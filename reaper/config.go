@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/page"
 	"github.com/reapergw/reaper/templates"
 )
 
@@ -43,12 +45,18 @@ type Config struct {
 	// MonitoringFilters recognise uptime monitors and health checks: while the app
 	// sleeps they get a 200 without waking it, and they never count as traffic.
 	MonitoringFilters []MonitoringFilter `yaml:"monitoring_filters"`
-	// WaitingPage replaces the built-in waiting page: HTML with the placeholders
-	// {{route_name}}, {{app_name}}, {{app_id}}, {{status}}, {{request_id}},
-	// {{node}} (filled in HTML-escaped).
+	// WaitingPage replaces the built-in waiting page: an html/template, where the
+	// reference's placeholders {{route_name}}, {{app_name}}, {{app_id}},
+	// {{status}}, {{request_id}} and {{node}} stand for fields of page.Fields
+	// (Placeholders), and every value is escaped for where it is written.
+	// reaper's script is added before its last </body>.
 	WaitingPage string `yaml:"waiting_page"`
 	// WaitingPageFile is the same page read from a file (read again on reload).
 	WaitingPageFile string `yaml:"waiting_page_file"`
+	// AllowPreview lets anyone see the waiting page at /.well-known/reaper/preview
+	// on the route's hosts; without it, the preview asks for the node's admin
+	// token (Authorization: Bearer).
+	AllowPreview bool `yaml:"allow_preview"`
 	// MaxHeld bounds the requests held for the app on this node.
 	MaxHeld int `yaml:"max_held"`
 	// Prewake is "learn" to start the app before the visits that recur (in
@@ -59,8 +67,15 @@ type Config struct {
 	page     *templates.Page
 }
 
-// Placeholders are those a custom waiting page may use.
-var Placeholders = []string{"route_name", "app_name", "app_id", "status", "request_id", "node"}
+// Placeholders are those a custom waiting page may write bare, as the reference
+// reaper's pages do, and the fields of page.Fields each stands for.
+var Placeholders = map[string]string{
+	"route_name": ".RouteName", "app_name": ".AppName", "app_id": ".AppID",
+	"status": ".StatusText", "request_id": ".RequestID", "node": ".Node",
+}
+
+// pageOptions parse custom waiting pages: reaper's script goes before </body>.
+var pageOptions = templates.Options{Placeholders: Placeholders, Inject: ".Script"}
 
 // Defaults of the reference reaper, kept so that imported routes behave the same.
 const (
@@ -116,7 +131,13 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 	if c.FailTimeout <= 0 {
 		errs.Add(conf.Key(path, "fail_timeout"), "must be more than 0")
 	}
-	if c.APIBehavior != BehaviorHold && c.APIBehavior != BehaviorUnavailable {
+	switch c.APIBehavior {
+	case BehaviorHold, BehaviorUnavailable:
+	case "client_poll":
+		// Retired in the reference, which falls back to hold: so does reaper
+		// (import-otoroshi says so when it converts a route).
+		c.APIBehavior = BehaviorHold
+	default:
 		errs.Add(conf.Key(path, "api_behavior"), "%s is not a behaviour (use hold or unavailable)", strconv.Quote(c.APIBehavior))
 	}
 	if c.MaxHeld < 1 {
@@ -125,16 +146,23 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 	if c.Prewake != "" && c.Prewake != "off" && c.Prewake != PrewakeLearn {
 		errs.Add(conf.Key(path, "prewake"), "%s is not a pre-wake mode (use learn, or off)", strconv.Quote(c.Prewake))
 	}
+	tz := c.Timezone
 	if _, err := time.LoadLocation(c.Timezone); err != nil {
 		errs.Add(conf.Key(path, "timezone"), "%s is not a known time zone (use an IANA name such as Europe/Paris)", strconv.Quote(c.Timezone))
-	} else {
-		c.mustBeUp = c.mustBeUp[:0]
-		for i, rc := range c.MustBeUpAt {
-			r, err := ParseRange(rc.Days, rc.Start, rc.End, c.Timezone)
-			if err != nil {
-				errs.Add(conf.Index(conf.Key(path, "must_be_up_at"), i), "%s", err.Error())
-				continue
+		tz = "" // the windows are still checked, in the default zone
+	}
+	c.mustBeUp = c.mustBeUp[:0]
+	for i, rc := range c.MustBeUpAt {
+		at := conf.Index(conf.Key(path, "must_be_up_at"), i)
+		r, rerrs := ParseRangeAll(rc.Days, rc.Start, rc.End, tz)
+		for _, e := range rerrs {
+			field := conf.Key(at, e.Field)
+			if e.Field == "days" {
+				field = conf.Index(field, e.Index)
 			}
+			errs.Add(field, "%s", e.Error())
+		}
+		if len(rerrs) == 0 {
 			c.mustBeUp = append(c.mustBeUp, r)
 		}
 	}
@@ -142,22 +170,40 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 	case c.WaitingPage != "" && c.WaitingPageFile != "":
 		errs.Add(conf.Key(path, "waiting_page_file"), "give waiting_page or waiting_page_file, not both")
 	case c.WaitingPage != "":
-		page, err := templates.Parse(c.WaitingPage, Placeholders)
-		if err != nil {
-			errs.Add(conf.Key(path, "waiting_page"), "%s", err.Error())
-		}
-		c.page = page
+		p, err := templates.Parse(c.WaitingPage, pageOptions)
+		c.page = checkPage(p, err, conf.Key(path, "waiting_page"), errs)
 	case c.WaitingPageFile != "":
-		page, err := templates.LoadFile(c.WaitingPageFile, Placeholders)
-		if err != nil {
-			errs.Add(conf.Key(path, "waiting_page_file"), "%s", err.Error())
-		}
-		c.page = page
+		p, err := templates.LoadFile(c.WaitingPageFile, pageOptions)
+		c.page = checkPage(p, err, conf.Key(path, "waiting_page_file"), errs)
 	}
 	for i := range c.MonitoringFilters {
 		c.MonitoringFilters[i].validate(conf.Index(conf.Key(path, "monitoring_filters"), i), errs)
 	}
 }
+
+// checkPage checks a parsed custom waiting page (p, or the error of its parse):
+// a page that fails to render with every field set (a field it names that does
+// not exist, a value written where html/template cannot escape it) is an error
+// at load time rather than at a visitor's request. It returns the page, nil
+// when it is not good.
+func checkPage(p *templates.Page, err error, path string, errs *conf.Errors) *templates.Page {
+	if err == nil {
+		var f page.Fields
+		if f, err = page.NewFields(context.Background(), samplePage, ""); err == nil {
+			_, err = p.Execute(f)
+		}
+	}
+	if err != nil {
+		errs.Add(path, "%s", err.Error())
+		return nil
+	}
+	return p
+}
+
+// samplePage is a waiting page with every field set, to try custom pages on.
+var samplePage = page.Waiting{RouteName: "route", AppName: "app", AppID: "app_id", Status: string(StatusWaitingForUp),
+	RequestID: "request", Node: "node", EventsURL: WellKnownEventsPath,
+	Progress: page.Progress{Asked: true, Waited: time.Second, Accepted: time.Second, ETA: time.Second, Samples: 1}}
 
 func (f *MonitoringFilter) validate(path string, errs *conf.Errors) {
 	known := false

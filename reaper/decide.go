@@ -398,15 +398,24 @@ func sleepAsked(rec Record, in Input, now time.Time, p Policy) bool {
 	return rec.SleepAsk.Force || (!p.KeepUp(now) && !rec.Hold.Active(now))
 }
 
-// ReapAt is when the app becomes idle if nothing happens (the admin API's reap_at):
-// the latest of LastAccess, LastUpAt and the end of a hold, plus GracePeriod. It
-// is zero when the app is Busy or not Up. Keep-up ranges and NotShutdownable are
-// not taken into account: the app may stay up past ReapAt for those.
-func ReapAt(rec Record, in Input, p Policy) time.Time {
+// ReapAt is when the app goes to sleep if nothing happens (the admin API's
+// reap_at), as of now: the latest of LastAccess, LastUpAt and the end of a hold,
+// plus GracePeriod — or, inside a keep-up range, the range's end if later. It is
+// zero when the app is Busy or not Up, or when keep-up ranges keep it up for
+// more than a week (always). NotShutdownable is not taken into account.
+func ReapAt(rec Record, in Input, p Policy, now time.Time) time.Time {
 	if in.Busy || rec.Status != StatusUp {
 		return time.Time{}
 	}
-	return idleSince(rec, in).Add(p.GracePeriod)
+	at := idleSince(rec, in).Add(p.GracePeriod)
+	if p.KeepUp(now) {
+		end, ok := p.KeepUpUntil(now)
+		if !ok {
+			return time.Time{}
+		}
+		at = latest(at, end)
+	}
+	return at
 }
 
 // NeedsDeployment says whether Decide would look at the last deployment for this

@@ -536,7 +536,10 @@ func TestIdleAndReapAt(t *testing.T) {
 			dtWith(up, func(r *Record) { r.LastUpAt = dtAgo(5 * time.Minute) }), Input{LastAccess: dtAgo(time.Hour)}, dtPolicy, false, dtNow.Add(10 * time.Minute)},
 		{"access in the future (clock skew)", up, Input{LastAccess: dtNow.Add(time.Minute)}, dtPolicy, false, dtNow.Add(16 * time.Minute)},
 		{"busy", up, Input{LastAccess: dtAgo(time.Hour), Busy: true}, dtPolicy, false, time.Time{}},
-		{"inside a keep-up range", up, Input{LastAccess: dtAgo(time.Hour)}, dtKeepUp, false, dtAgo(45 * time.Minute)},
+		{"inside a keep-up range: its end (15:00)", up, Input{LastAccess: dtAgo(time.Hour)}, dtKeepUp, false, dtNow.Add(time.Hour)},
+		{"inside a keep-up range, used late: a grace period after", up, Input{LastAccess: dtNow.Add(50 * time.Minute)}, dtKeepUp, false, dtNow.Add(65 * time.Minute)},
+		{"inside an always-on range: never", up, Input{LastAccess: dtAgo(time.Hour)},
+			Policy{GracePeriod: 15 * time.Minute, MustBeUp: []Range{{Start: 0, End: 0, Location: time.UTC}}}, false, time.Time{}},
 		{"keep-up range another day", up, Input{LastAccess: dtAgo(time.Hour)}, dtOtherDay, true, dtAgo(45 * time.Minute)},
 		{"not Up: idle, no reap time", dtRecord(StatusDown), Input{LastAccess: dtAgo(time.Hour)}, dtPolicy, true, time.Time{}},
 		{"waiting for shutdown: no reap time", dtRecord(StatusWaitingForShutdown), Input{}, dtPolicy, true, time.Time{}},
@@ -546,7 +549,7 @@ func TestIdleAndReapAt(t *testing.T) {
 			if got := Idle(c.rec, c.in, dtNow, c.policy); got != c.idle {
 				t.Errorf("Idle = %v, want %v", got, c.idle)
 			}
-			if got := ReapAt(c.rec, c.in, c.policy); !got.Equal(c.reapAt) {
+			if got := ReapAt(c.rec, c.in, c.policy, dtNow); !got.Equal(c.reapAt) {
 				t.Errorf("ReapAt = %v, want %v", got, c.reapAt)
 			}
 		})

@@ -27,4 +27,7 @@
 //     Package storetest is the contract suite every store passes; package
 //     valkeystore is the cluster's store.
 //   - admin.go: the admin API of apps and settings; schedule.go: keep-up windows.
+//   - events.go: the node's event stream; notify.go: what the Notifier (the
+//     webhooks) is told, and when; eventqueue.go: the webhooks' queues in the
+//     store (memstore_queue.go, valkeystore/queue.go).
 package reaper

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/plugin"
 )
@@ -42,6 +43,15 @@ type EngineOptions struct {
 	MaxHeld int
 	// Observer is told what the engine and its job do (metrics); nil: nothing.
 	Observer Observer
+	// MaxLiveStreams bounds the waiting pages' live progress streams open on
+	// this node (default DefaultMaxLiveStreams).
+	MaxLiveStreams int
+	// AdminToken is the node's admin token: with it (Authorization: Bearer), a
+	// route's waiting page can be previewed (WellKnownPreviewPath). Unset: only
+	// routes that allow the preview show it.
+	AdminToken conf.Secret
+	// Notifier is told of the events webhooks announce (notify.go); nil: none.
+	Notifier Notifier
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their
@@ -57,6 +67,7 @@ type Engine struct {
 	holds    *holds
 	events   eventLog
 	observer Observer
+	live     atomic.Int64 // live progress streams open (liveevents.go)
 
 	mu   sync.RWMutex
 	apps map[string]*app
@@ -112,6 +123,7 @@ func NewEngine(opts EngineOptions) *Engine {
 	orDefault(&opts.PollInterval, 2*time.Second)
 	orDefault(&opts.AskInterval, 10*time.Second)
 	orDefault(&opts.AskTTL, 30*time.Minute)
+	orDefault(&opts.MaxLiveStreams, DefaultMaxLiveStreams)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -243,7 +255,8 @@ func (a *app) status() Status {
 	return StatusWaitingForInit
 }
 
-// changed returns a channel closed at the next record change.
+// changed returns a channel closed at the next change of the app's status or of
+// its wake's phases.
 func (a *app) changed() <-chan struct{} {
 	a.notifyMu.Lock()
 	defer a.notifyMu.Unlock()
@@ -291,12 +304,18 @@ func (e *Engine) Apply(rec Record) {
 			if cur != nil {
 				e.recordEvents(cur, &rec)
 			}
-			if cur == nil || cur.Status != rec.Status {
+			statusChanged := cur == nil || cur.Status != rec.Status
+			if statusChanged {
 				e.asks.restart(a)
+			}
+			if statusChanged || !sameWake(cur.Wake, rec.Wake) {
+				// The waiting pages' live progress follows a wake's phases too.
 				a.notifyMu.Lock()
 				close(a.notify)
 				a.notify = make(chan struct{})
 				a.notifyMu.Unlock()
+			}
+			if statusChanged {
 				if rec.Status == StatusWaitingForShutdown {
 					// The leader will re-check traffic before it stops the app:
 					// make this node's counts fresh for it.
@@ -322,6 +341,14 @@ func (e *Engine) dropIdle(a *app) {
 	for _, drop := range drops {
 		drop()
 	}
+}
+
+// sameWake reports whether two records' wakes reached the same phases.
+func sameWake(a, b *WakeTimes) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 func (e *Engine) kickFlush() {

@@ -97,14 +97,7 @@ func (e *Engine) Subscribe(after uint64) (recent []Event, next <-chan Event, can
 // its status, its hold.
 func (e *Engine) recordEvents(cur, rec *Record) {
 	if cur.Status != rec.Status {
-		t := Transition{AppID: rec.AppID, From: cur.Status, To: rec.Status, Cause: rec.Cause, At: rec.LastStatusUpdate}
-		if rec.Status == StatusUp && cur.Status == StatusWaitingForUp && rec.Wake != nil {
-			t.Phases = rec.Wake
-		}
-		if rec.Status == StatusWaitingForShutdown && rec.SleepAsk.Pending(*cur) {
-			t.By = rec.SleepAsk.By
-		}
-		e.events.publish(t, rec.LastStatusUpdate.Sub(cur.LastStatusUpdate).Seconds())
+		e.events.publish(statusTransition(cur, rec), rec.LastStatusUpdate.Sub(cur.LastStatusUpdate).Seconds())
 	}
 	switch old, now := cur.Hold, rec.Hold; {
 	case now == nil || (old != nil && *old == *now):
@@ -145,5 +138,20 @@ func (e *Engine) wakeAnswered(a *app, now time.Time) {
 		if err := e.store.AddEvent(ctx, t); err != nil {
 			e.storeErr.log(e.log, "adding a wake's phases to the history failed", err)
 		}
+		e.notify(ctx, t, rec.Name)
 	}()
+}
+
+// statusTransition is the change of status from cur to rec, as the history,
+// the event stream and webhooks give it: with the wake's phases when the app
+// came up, with the operator who asked when it goes to sleep on their word.
+func statusTransition(cur, rec *Record) Transition {
+	t := Transition{AppID: rec.AppID, From: cur.Status, To: rec.Status, Cause: rec.Cause, At: rec.LastStatusUpdate}
+	if rec.Status == StatusUp && cur.Status == StatusWaitingForUp && rec.Wake != nil {
+		t.Phases = rec.Wake
+	}
+	if rec.Status == StatusWaitingForShutdown && rec.SleepAsk.Pending(*cur) {
+		t.By = rec.SleepAsk.By
+	}
+	return t
 }

@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -125,4 +126,52 @@ func (rig *holdRig) received() []string {
 	rig.mu.Lock()
 	defer rig.mu.Unlock()
 	return append([]string(nil), rig.got...)
+}
+
+// A held request whose body is not read into memory waits on its goroutine with
+// the rest of its body unread, where net/http does not notice its client leaving.
+// The gateway watches the connection for the client's end: a client that leaves
+// frees its place at once, and its request never reaches the app. (The end of a
+// client's stream arrives after its data: a client whose unsent body is stuck
+// behind TCP's flow control is seen leaving only when its system gives up on the
+// connection.)
+func TestHold_AClientThatLeavesWithItsBodyUnreadFreesItsPlace(t *testing.T) {
+	for name, send := range map[string]func(c net.Conn){
+		// curl's way with bodies over 1 MiB: the body waits for 100 Continue,
+		// which the gateway sends when it reads it.
+		"expect 100-continue": func(c net.Conn) {
+			c.Write([]byte("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\nExpect: 100-continue\r\n\r\n"))
+		},
+		"content-length over 64 KiB": func(c net.Conn) {
+			c.Write([]byte("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 80000\r\n\r\n"))
+			c.Write(make([]byte, 80000))
+		},
+		"chunked over 64 KiB": func(c net.Conn) {
+			c.Write([]byte("POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"))
+			for range 5 {
+				fmt.Fprintf(c, "%x\r\n%s\r\n", 16<<10, make([]byte, 16<<10))
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rig := newHoldRig(t, true, "{app_id: app, ready_delay: 0}")
+			a := rig.app
+			c, err := net.Dial("tcp", rig.front.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() }) // before the rig's: its server waits for the request
+			send(c)
+			testwait.For(t, 5*time.Second, "the request is held", func() bool { return a.held.Load() == 1 })
+			c.Close() // the client gives up
+			testwait.For(t, 5*time.Second, "the hold ends with its client", func() bool {
+				return a.held.Load() == 0 && a.inFlight.Load() == 0
+			})
+			rig.fake.FinishStart("app")
+			testwait.For(t, 5*time.Second, "the app is Up", func() bool { return a.status() == StatusUp })
+			if got := rig.received(); len(got) != 0 {
+				t.Errorf("the app received %d requests from a client that had gone before it woke", len(got))
+			}
+		})
+	}
 }

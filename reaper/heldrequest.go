@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -75,7 +76,13 @@ type (
 func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) holdResult {
 	holds, a := p.engine.holds, p.app
 	if !ex.CanPark() {
-		return holds.wait(ex.Context(), a, p.MaxHeld, p.readyDelay, deadline)
+		// An HTTP/1 client whose body is not read yet is not watched by
+		// net/http: the gateway watches it, so that one that leaves frees its
+		// place at once and its request never reaches the app.
+		ctx, gone := context.WithCancel(ex.Context())
+		defer gone()
+		defer ex.WatchHangUp(gone)()
+		return holds.wait(ctx, a, p.MaxHeld, p.readyDelay, deadline)
 	}
 	ph := newParkedHold(func() { holds.releaseEnded(a, true) })
 	h, res := holds.start(a, p.MaxHeld, p.readyDelay, deadline, ph.settle)

@@ -26,8 +26,8 @@ const DefaultSaveInterval = 15 * time.Second
 
 // MemStore is the Store of a single node: everything lives in memory behind one
 // mutex and is written to a state file (see statefile.go), so that a restart keeps
-// every record, clock, ask and setting. Locks and in-flight counts are not saved:
-// they describe live processes, which a restart ends.
+// every record, clock, ask, setting and queued webhook event. Locks and in-flight
+// counts are not saved: they describe live processes, which a restart ends.
 //
 // All methods are safe for concurrent use and return ctx.Err() when called with a
 // context that has already ended. Apart from Run and Close, none waits on I/O:
@@ -45,7 +45,8 @@ type MemStore struct {
 	inflight map[string]memInFlight // by node
 	locks    map[string]memLockEntry
 	settings Settings
-	gen      uint64 // bumped by every change that the state file holds
+	queues   map[string]*memQueue // by webhook (memstore_queue.go)
+	gen      uint64               // bumped by every change that the state file holds
 
 	watchers  Watchers // watchers.go; its own lock
 	persister          // statefile.go
@@ -74,6 +75,7 @@ func NewMemStore(opts MemStoreOptions) (*MemStore, error) {
 		asks:     map[string]memAsk{},
 		inflight: map[string]memInFlight{},
 		locks:    map[string]memLockEntry{},
+		queues:   map[string]*memQueue{},
 	}
 	if s.interval <= 0 {
 		s.interval = DefaultSaveInterval

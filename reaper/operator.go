@@ -22,15 +22,6 @@ type KeepWarm struct {
 // Active reports whether the hold keeps the app awake at now.
 func (h *KeepWarm) Active(now time.Time) bool { return h != nil && now.Before(h.Until) }
 
-// ended is when the hold stopped keeping the app awake, zero when there is none
-// or it is still active.
-func (h *KeepWarm) ended(now time.Time) time.Time {
-	if h == nil || h.Active(now) {
-		return time.Time{}
-	}
-	return h.Until
-}
-
 // SleepAsk is an operator's "put to sleep now". It is pending while the app is
 // the same Up it was asked in (At not before LastUpAt): the next look puts the
 // app to sleep as soon as nothing is in flight, even if it is not idle yet. With
@@ -114,6 +105,9 @@ const (
 	EventWakeAsk  = "wake_ask" // an operator asked the app to wake
 	EventWake     = "wake"     // a wake's phases, once the app answered
 	EventSettings = "settings" // the dry run or the kill switch changed (not per app)
+	// EventHoldExpired: a hold ran out by itself (not released), noticed by
+	// the leader's job at its first look at the app after the hold's end.
+	EventHoldExpired = "hold_expired"
 )
 
 // operatorName cleans a "by" given by an operator: trimmed, at most 64

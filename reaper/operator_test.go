@@ -75,7 +75,7 @@ func TestDecide_Operator(t *testing.T) {
 func TestReapAt_CountsFromTheEndOfAHold(t *testing.T) {
 	rec := dtRecord(StatusUp)
 	rec.Hold = &KeepWarm{Until: dtNow.Add(time.Hour)}
-	if got, want := ReapAt(rec, dtIn(dtSBU, nil), dtPolicy), dtNow.Add(time.Hour+15*time.Minute); !got.Equal(want) {
+	if got, want := ReapAt(rec, dtIn(dtSBU, nil), dtPolicy, dtNow), dtNow.Add(time.Hour+15*time.Minute); !got.Equal(want) {
 		t.Fatalf("ReapAt = %v, want %v (the hold's end plus the grace period)", got, want)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/reapergw/reaper/plugin"
@@ -40,6 +39,7 @@ type Plugin struct {
 	routeName  string
 	readyDelay time.Duration
 	log        *slog.Logger
+	pageErr    throttle // logs that a custom waiting page failed to render
 }
 
 var (
@@ -99,9 +99,9 @@ func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 		}
 		return p.holdThenAdmit(ex)
 	}
-	if strings.HasPrefix(ex.Request.URL.Path, WellKnownPrefix) {
-		if answer, ok := p.wellKnown(ex); ok {
-			return answer, nil
+	if isWellKnown(ex) {
+		if answer, ok, err := p.wellKnown(ex); ok {
+			return answer, err
 		}
 	}
 	k := p.classify(ex.Request)

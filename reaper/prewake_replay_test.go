@@ -79,7 +79,7 @@ func replayMonth(t *testing.T, prewake bool, seed uint64) replayResult {
 		lastVisit := time.Time{}
 		for _, v := range visits {
 			for time.Now().Before(v) { // walk to the visit a minute at a time, watching the status
-				time.Sleep(min(time.Minute, v.Sub(time.Now())))
+				time.Sleep(min(time.Minute, time.Until(v)))
 				synctest.Wait()
 				account()
 			}

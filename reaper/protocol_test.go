@@ -170,3 +170,19 @@ func TestWellKnownStatus(t *testing.T) {
 		}
 	})
 }
+
+// A status request for an app not observed yet says Up, in its JSON as in its
+// header, as the reference reaper does.
+func TestStatusAnswer_WaitingForInitShowsAsUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("app"), "")
+		p := e.route(config("app"))
+		// Not started: the app stays WaitingForInit.
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set(HeaderReaper, "status")
+		r := do(context.Background(), p, req, false)
+		if r.status() != 200 || r.json(t)["status"] != "Up" || r.answer.Header.Get(HeaderStatus) != "Up" {
+			t.Fatalf("status of an app not observed yet: %d %s, marker %q; want Up in both", r.status(), r.answer.Body, r.answer.Header.Get(HeaderStatus))
+		}
+	})
+}

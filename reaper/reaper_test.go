@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"github.com/reapergw/reaper/internal/logtest"
 	"io"
 	"log/slog"
@@ -500,31 +499,6 @@ func TestTransformResponse_PlatformNotReadyIsNeverTheAppsAnswer(t *testing.T) {
 			t.Errorf("browser: %d %v %v", page.StatusCode, page.Header, err)
 		}
 	})
-}
-
-func TestWaitingPage_Custom(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		fake := paastest.New("app")
-		fake.Manual = true
-		e := newEnv(t, fake, "")
-		p := e.route(config("app", func(c *Config) {
-			c.WaitingPage = `<p>{{app_name}} ({{app_id}}) is {{status}}; request {{request_id}} on {{node}}</p>`
-		}))
-		e.start()
-		defer e.stop()
-		settle()
-		r := do(context.Background(), p, browserRequest(), false)
-		want := `<p>Route app (app) is Down; request req-1 on n1</p>`
-		if r.status() != 503 || string(r.answer.Body) != want {
-			t.Errorf("got %d %s, want 503 %s", r.status(), r.answer.Body, want)
-		}
-	})
-	var errs conf.Errors
-	c := config("app", func(c *Config) { c.WaitingPage = "{{app}}" })
-	c.Validate("cfg", &errs)
-	if got := fmt.Sprint(errs.Err()); got != `cfg.waiting_page: unknown placeholder {{app}} (use {{route_name}}, {{app_name}}, {{app_id}}, {{status}}, {{request_id}}, {{node}})` {
-		t.Errorf("err = %s", got)
-	}
 }
 
 func TestWake_AskedAtOnceAfterTheAppWentBackToSleep(t *testing.T) {

@@ -28,7 +28,8 @@ func TestReleaseWindow(t *testing.T) {
 	}
 	// Slow start: each good answer makes room for two more.
 	w.ended(true)
-	if !w.take() || !w.take() || w.take() {
+	first, second, third := w.take(), w.take(), w.take()
+	if !first || !second || third {
 		t.Fatalf("after a good answer: size %d, in flight %d; want room for exactly two more", w.size, w.inFlight)
 	}
 	if w.size != releaseWindowStart+1 {

@@ -79,6 +79,22 @@ func (p Policy) KeepUp(now time.Time) bool {
 	return false
 }
 
+// KeepUpUntil is when the keep-up ranges that contain now stop keeping the app
+// up: the first minute from now that no range contains (now itself when none
+// does). ok is false when they keep it up for more than a week: always.
+func (p Policy) KeepUpUntil(now time.Time) (time.Time, bool) {
+	t := now
+	if p.KeepUp(t) {
+		t = t.Truncate(time.Minute)
+	}
+	for limit := now.Add(8 * 24 * time.Hour); t.Before(limit); t = t.Add(time.Minute) {
+		if !p.KeepUp(t) {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // ErrBadRange is wrapped by every error of ParseRange.
 var ErrBadRange = errors.New("reaper: bad keep-up range")
 
@@ -88,6 +104,8 @@ var ErrBadRange = errors.New("reaper: bad keep-up range")
 type RangeError struct {
 	// Field is "days", "start", "end" or "timezone".
 	Field string
+	// Index is the entry's index in days (for Field "days").
+	Index int
 	// Value is the value as written.
 	Value string
 	// Reason completes the sentence that starts with the quoted value.
@@ -109,59 +127,91 @@ var weekdays = map[string]time.Weekday{
 	"sat": time.Saturday, "saturday": time.Saturday,
 }
 
+// Defaults of a keep-up range that gives no time, as in the reference: the
+// working day.
+const (
+	DefaultRangeStart = "08:00"
+	DefaultRangeEnd   = "19:00"
+)
+
 // ParseRange builds a Range from the reference's `must_be_up_at` entry and the
 // route's `timezone`.
 //
 // days holds day names, short (mon … sun) or full (monday … sunday), in any case;
-// an empty list, or an entry "*", "all" or "" means every day. start and end are
-// HH:mm (H:mm is accepted too); end may be 24:00. timezone is an IANA name;
+// an empty list, or an entry "*", "all", "every_day", "everyday" or "" means
+// every day. start and end are HH:mm (H:mm is accepted too); end may be 24:00;
+// both empty mean 08:00 to 19:00, as in the reference. timezone is an IANA name;
 // empty means DefaultTimezone. "Local" is refused: the machine's zone would make
 // nodes of one cluster disagree.
 //
-// The error is a *RangeError wrapping ErrBadRange, for the first wrong value.
+// The error is a *RangeError wrapping ErrBadRange, for the first wrong value;
+// ParseRangeAll gives them all.
 func ParseRange(days []string, start, end, timezone string) (Range, error) {
+	r, errs := ParseRangeAll(days, start, end, timezone)
+	if len(errs) > 0 {
+		return Range{}, errs[0]
+	}
+	return r, nil
+}
+
+// ParseRangeAll is ParseRange reporting every wrong value, in field order
+// (days, start, end, timezone). The Range is meaningful only without errors.
+func ParseRangeAll(days []string, start, end, timezone string) (Range, []*RangeError) {
 	var r Range
+	var errs []*RangeError
 	every := len(days) == 0
-	for _, d := range days {
+	for i, d := range days {
 		name := strings.ToLower(strings.TrimSpace(d))
 		switch name {
-		case "", "*", "all":
+		case "", "*", "all", "every_day", "everyday":
 			every = true
 			continue
 		}
 		wd, ok := weekdays[name]
 		if !ok {
-			return Range{}, &RangeError{Field: "days", Value: d, Reason: "is not a day of the week (mon, tue, wed, thu, fri, sat, sun, or * for every day)"}
+			errs = append(errs, &RangeError{Field: "days", Index: i, Value: d, Reason: "is not a day of the week (mon, tue, wed, thu, fri, sat, sun, or * for every day)"})
+			continue
 		}
 		r.Days[wd] = true
 	}
 	if every {
 		r.Days = [7]bool{}
 	}
-	var err error
+	if strings.TrimSpace(start) == "" && strings.TrimSpace(end) == "" {
+		start, end = DefaultRangeStart, DefaultRangeEnd
+	}
+	var err *RangeError
 	if r.Start, err = parseClock("start", start, false); err != nil {
-		return Range{}, err
+		errs = append(errs, err)
 	}
 	if r.End, err = parseClock("end", end, true); err != nil {
-		return Range{}, err
+		errs = append(errs, err)
 	}
+	if r.Location, err = parseZone(timezone); err != nil {
+		errs = append(errs, err)
+	}
+	return r, errs
+}
+
+// parseZone reads a range's time zone: empty is DefaultTimezone.
+func parseZone(timezone string) (*time.Location, *RangeError) {
 	tz := strings.TrimSpace(timezone)
-	if tz == "" {
-		r.Location = defaultLocation()
-		return r, nil
+	switch tz {
+	case "":
+		return defaultLocation(), nil
+	case "Local":
+		return nil, &RangeError{Field: "timezone", Value: timezone, Reason: "is not allowed: name the zone (IANA name such as Europe/Paris)"}
 	}
-	if tz == "Local" {
-		return Range{}, &RangeError{Field: "timezone", Value: timezone, Reason: "is not allowed: name the zone (IANA name such as Europe/Paris)"}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, &RangeError{Field: "timezone", Value: timezone, Reason: "is not a time zone (IANA name such as Europe/Paris)"}
 	}
-	if r.Location, err = time.LoadLocation(tz); err != nil {
-		return Range{}, &RangeError{Field: "timezone", Value: timezone, Reason: "is not a time zone (IANA name such as Europe/Paris)"}
-	}
-	return r, nil
+	return loc, nil
 }
 
 // parseClock reads HH:mm (or H:mm) into minutes since midnight. 24:00 is the end
 // of the day, allowed only where end allows it.
-func parseClock(field, s string, end bool) (int, error) {
+func parseClock(field, s string, end bool) (int, *RangeError) {
 	bad := &RangeError{Field: field, Value: s, Reason: "is not a time of day (HH:mm)"}
 	t := strings.TrimSpace(s)
 	h, m, ok := strings.Cut(t, ":")

@@ -2,8 +2,11 @@ package reaper
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/internal/conf"
 )
 
 func stLoad(t *testing.T, name string) *time.Location {
@@ -237,5 +240,58 @@ func TestPolicy_KeepUp(t *testing.T) {
 		if got := c.p.KeepUp(c.t); got != c.want {
 			t.Errorf("%s: KeepUp(%s) = %v, want %v", c.name, c.t, got, c.want)
 		}
+	}
+}
+
+// Every wrong value of the windows is reported, each at its own path, even
+// when the time zone is wrong too.
+func TestConfig_ReportsEveryProblemOfTheWindows(t *testing.T) {
+	c := DefaultConfig()
+	c.AppID = "app"
+	c.Timezone = "Mars/Olympus"
+	c.MustBeUpAt = []RangeConfig{
+		{Days: []string{"mon", "funday", "tue", "moonday"}, Start: "25:00", End: "8"},
+		{Days: []string{"*"}},
+	}
+	var errs conf.Errors
+	c.Validate("routes[0].plugins[0].config", &errs)
+	got := errs.Err().Error()
+	for _, want := range []string{
+		`routes[0].plugins[0].config.timezone: "Mars/Olympus" is not a known time zone`,
+		`routes[0].plugins[0].config.must_be_up_at[0].days[1]: "funday" is not a day of the week`,
+		`routes[0].plugins[0].config.must_be_up_at[0].days[3]: "moonday" is not a day of the week`,
+		`routes[0].plugins[0].config.must_be_up_at[0].start: "25:00" is not a time of day`,
+		`routes[0].plugins[0].config.must_be_up_at[0].end: "8" is not a time of day`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors:\n%s\nwant a line %q", got, want)
+		}
+	}
+	if strings.Contains(got, "must_be_up_at[1]") {
+		t.Errorf("days [*] without times was refused:\n%s", got)
+	}
+}
+
+// As in the reference: days ["*"] without times is every day from 08:00 to
+// 19:00, and every_day and everyday are "*".
+func TestParseRange_ReferenceDefaults(t *testing.T) {
+	for _, days := range [][]string{{"*"}, {"every_day"}, {"EveryDay"}, nil} {
+		r, err := ParseRange(days, "", "", "UTC")
+		if err != nil || r.Days != [7]bool{} || r.Start != 8*60 || r.End != 19*60 {
+			t.Errorf("ParseRange(%q, no times) = %+v, %v; want every day 08:00-19:00", days, r, err)
+		}
+	}
+	if _, err := ParseRange([]string{"*"}, "09:00", "", "UTC"); err == nil {
+		t.Error("a start without an end was accepted")
+	}
+}
+
+func TestConfig_RetiredClientPollIsHold(t *testing.T) {
+	c := DefaultConfig()
+	c.AppID, c.APIBehavior = "app", "client_poll"
+	var errs conf.Errors
+	c.Validate("cfg", &errs)
+	if err := errs.Err(); err != nil || c.APIBehavior != BehaviorHold {
+		t.Fatalf("client_poll: %v, behaviour %q; want hold, as the reference falls back", err, c.APIBehavior)
 	}
 }

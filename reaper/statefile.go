@@ -16,7 +16,7 @@ import (
 )
 
 // The state file keeps what a restart must not lose: records, history, access
-// times, wake asks and settings. Access times matter most: a new process that
+// times, wake asks, settings and the webhooks' queued events. Access times matter most: a new process that
 // believed every app had just been used would keep idle apps awake for a whole
 // extra grace period after each restart.
 //
@@ -41,6 +41,8 @@ type stateFile struct {
 	Access   map[string]time.Time    `json:"last_access"`
 	Asks     map[string]stateAsk     `json:"wake_asks"`
 	Settings Settings                `json:"settings"`
+	// Queues are the webhooks' events not yet delivered, oldest first.
+	Queues map[string][]QueuedEvent `json:"webhook_queues,omitempty"`
 }
 
 type stateAsk struct {
@@ -197,6 +199,13 @@ func (s *MemStore) snapshotLocked() *stateFile {
 	for app, h := range s.history {
 		st.History[app] = h[:len(h):len(h)]
 	}
+	if len(s.queues) > 0 {
+		// Copied, unlike the history: Enqueue and Ack change them in place.
+		st.Queues = make(map[string][]QueuedEvent, len(s.queues))
+		for name, q := range s.queues {
+			st.Queues[name] = slices.Clone(q.events)
+		}
+	}
 	for app, at := range s.access {
 		st.Access[app] = at
 	}
@@ -248,8 +257,20 @@ func (s *MemStore) load(now time.Time) {
 		s.asks[app] = memAsk{at: a.At, expires: a.Expires}
 	}
 	s.settings = st.Settings
+	queued := 0
+	for name, events := range st.Queues {
+		q := s.queueLocked(name)
+		for _, ev := range events {
+			if ev.ID != "" && !q.ids[ev.ID] {
+				q.events = append(q.events, ev)
+				q.ids[ev.ID] = true
+				queued++
+			}
+		}
+	}
 	s.log.Info("reaper: state file loaded", "path", s.path, "records", len(s.records),
 		"access_times", len(s.access), "wake_asks", len(s.asks), "expired_asks_dropped", dropped,
+		"webhook_events_queued", queued,
 		"saved_at", st.SavedAt)
 }
 

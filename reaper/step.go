@@ -29,6 +29,9 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	if !ok {
 		return
 	}
+	if n := in.Observation.Name; n != "" {
+		rec.Name = n // the app's own name, when its platform has one
+	}
 	in.Prewake = j.prewakeDue(ctx, t, now)
 	j.prewakeOutcome(ctx, t, rec, in, now)
 	next, act := Decide(rec, in, now, t.policy)
@@ -416,6 +419,7 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 	}
 	// This node acts on the record at once (before it says so in the log).
 	j.opts.Engine.Apply(*next)
+	j.opts.Engine.written(ctx, prev, *next)
 	if prev.Status == StatusWaitingForUp && next.Status == StatusUp && next.Wake != nil {
 		// The phases as far as the platform goes; the first node to answer a
 		// held request adds the last one (Engine.wakeAnswered).

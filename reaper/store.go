@@ -8,7 +8,7 @@ import (
 
 // Store is where the reaper keeps what must outlive a request and be shared by the
 // nodes of a cluster: records and their history, access times, in-flight counts,
-// wake asks, per-app locks and settings. The in-memory store (NewMemStore) serves a
+// wake asks, per-app locks, settings and the webhooks' queues of events. The in-memory store (NewMemStore) serves a
 // single node and writes a state file; reaper/valkeystore serves a cluster. Both
 // pass the contract suite in reaper/storetest.
 //
@@ -20,6 +20,7 @@ type Store interface {
 	AskStore
 	Locker
 	SettingsStore
+	EventQueue
 }
 
 // RecordStore keeps one Record per app.

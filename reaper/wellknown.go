@@ -2,25 +2,39 @@ package reaper
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/reapergw/reaper/plugin"
 )
 
-// Paths under /.well-known/reaper/ are reaper's own on every host it manages:
-// answered by reaper, awake app or not, never passed to the app, never a wake
-// of their own, never traffic.
+// Paths under /.well-known/reaper/ are reaper's own on every host it manages
+// (under the path of the route's domain, for a domain with one): answered by
+// reaper, awake app or not, never passed to the app, never a wake of their own,
+// never traffic.
 
 // WellKnownPrefix starts every path reaper keeps for itself on managed hosts.
 const WellKnownPrefix = "/.well-known/reaper/"
 
 // wellKnown answers a request under WellKnownPrefix; ok is false for a path
 // reaper does not know there (it then goes the usual way).
-func (p *Plugin) wellKnown(ex *plugin.Exchange) (answer *plugin.Answer, ok bool) {
-	switch ex.Request.URL.Path {
+func (p *Plugin) wellKnown(ex *plugin.Exchange) (answer *plugin.Answer, ok bool, err error) {
+	path := strings.TrimPrefix(ex.Request.URL.Path, ex.PathPrefix())
+	switch path {
 	case WellKnownStatusPath:
-		return p.wellKnownStatus(ex), true
+		return p.wellKnownStatus(ex), true, nil
+	case WellKnownEventsPath:
+		return p.liveEvents(ex), true, nil
+	case WellKnownPreviewPath:
+		answer, err = p.preview(ex)
+		return answer, true, err
 	}
-	return nil, false
+	return nil, false, nil
+}
+
+// isWellKnown reports whether the request's path, within the route's domain,
+// is under WellKnownPrefix.
+func isWellKnown(ex *plugin.Exchange) bool {
+	return strings.HasPrefix(strings.TrimPrefix(ex.Request.URL.Path, ex.PathPrefix()), WellKnownPrefix)
 }
 
 // WellKnownStatusPath is for uptime monitors that cannot send a header: the
@@ -29,10 +43,7 @@ const WellKnownStatusPath = "/.well-known/reaper/status"
 
 func (p *Plugin) wellKnownStatus(ex *plugin.Exchange) *plugin.Answer {
 	ex.Class, ex.Outcome = kindNames[kindMonitor], OutcomeStatus
-	r := ex.Request
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		a := plugin.JSONAnswer(http.StatusMethodNotAllowed, map[string]any{"error": WellKnownStatusPath + " answers GET and HEAD only"})
-		a.Header.Set("Allow", "GET, HEAD")
+	if a := onlyGet(ex, WellKnownStatusPath); a != nil {
 		return a
 	}
 	st := p.app.status()

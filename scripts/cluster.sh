@@ -44,6 +44,8 @@ Logs: data/cluster/n1.log … n3.log, redis.log, fakeclever.log.
   curl -i -H 'Host: app1.localhost' http://127.0.0.1:8182/    # held on n2 until the leader has woken the app
   curl -i -H 'Host: app2.localhost' http://127.0.0.1:8183/    # 503 at once; the app starts
   ./bin/reaper cluster status --config examples/cluster/n2.yaml
+  dashboards: http://127.0.0.1:9191/ (n1), :9192/ (n2), :9193/ (n3); sign in with
+              cluster-admin-token (or your REAPER_ADMIN_TOKEN); each shows the whole cluster
   kill the leader's process (see the status), then ask again through another node.
 
 The apps sleep after 30 s without traffic. Ctrl-C stops the whole cluster.

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"time"
 
+	"github.com/reapergw/reaper/config"
+	"github.com/reapergw/reaper/dashboard"
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/leader"
@@ -19,8 +21,11 @@ import (
 // balancers, orchestrators), /internal/ for the other nodes of a cluster (signed
 // with the cluster secret, and with cluster.tls from a client certificate of the
 // cluster's CA; nil on a single node), /metrics for anyone when metricsPublic,
-// everything else only with the admin token.
-func adminHandler(token conf.Secret, ready *readiness, api, internal, metrics http.Handler, metricsPublic bool) http.Handler {
+// the dashboard's pages (dashboard.Paths), which send a browser that is not
+// signed in to their sign-in form, and everything else, the admin API, only
+// with the admin token (or a dashboard session). Without an admin token, only
+// health (and public metrics) answer.
+func adminHandler(token conf.Secret, ready *readiness, api, internal, metrics http.Handler, metricsPublic bool, dash *dashboard.Dashboard) http.Handler {
 	mux := http.NewServeMux()
 	if metricsPublic {
 		mux.Handle("GET /metrics", metrics)
@@ -41,21 +46,50 @@ func adminHandler(token conf.Secret, ready *readiness, api, internal, metrics ht
 		}
 		w.Write([]byte("ok\n"))
 	})
-	want := []byte("Bearer " + token.Reveal())
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if !token.IsSet() {
+	if !token.IsSet() || dash == nil {
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			httpjson.Error(w, http.StatusNotFound, "the admin API is off: node.admin_token is not set")
-			return
-		}
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="reaper"`)
-			httpjson.Error(w, http.StatusUnauthorized, "a valid admin token is required (Authorization: Bearer <node.admin_token>)")
-			return
-		}
-		api.ServeHTTP(w, r)
-	})
+		})
+		return mux
+	}
+	pages := dash.Handler()
+	for _, p := range dashboard.Paths {
+		mux.Handle(p, pages)
+	}
+	mux.Handle("/", dash.Guard(api))
 	return mux
+}
+
+// dashboard is the node's dashboard over api (the admin API, as adminAPI
+// builds it: in a cluster, its writes go to the leader); nil without an
+// admin token.
+func (n *node) dashboard(api http.Handler) *dashboard.Dashboard {
+	if !n.cfg.Node.AdminToken.IsSet() {
+		return nil
+	}
+	opts := dashboard.Options{
+		Token: n.cfg.Node.AdminToken.Reveal(), API: api, Node: n.cfg.Node.ID, Logger: n.log,
+		Store: n.cfg.Store.Driver,
+		// Every full pass checks every app: three missed passes mean trouble.
+		StaleAfter: 3*n.cfg.Reaper.JobInterval.D() + time.Minute,
+	}
+	if n.cfg.Store.Driver == config.StoreValkey {
+		opts.Store += " at " + n.cfg.Store.Address
+	}
+	if n.parts.leader != nil {
+		capi := n.clusterAPI()
+		opts.HeldElsewhere = func(ctx context.Context) []dashboard.NodeHeld {
+			var out []dashboard.NodeHeld
+			for _, body := range capi.Gather(ctx, "/internal/local/held") {
+				var h dashboard.NodeHeld
+				if json.Unmarshal(body, &h) == nil {
+					out = append(out, h)
+				}
+			}
+			return out
+		}
+	}
+	return dashboard.New(opts)
 }
 
 // adminAPI is the authenticated part of the admin listener. In a cluster, writes
@@ -108,6 +142,8 @@ func (n *node) clusterAPI() *leader.API {
 		httpjson.Write(w, http.StatusOK, rep)
 	})
 	writes := n.adminOf().Handler()
+	// What another node's dashboard shows of this one: the requests it holds.
+	local.Handle("GET /held", dashboard.HeldHandler(n.cfg.Node.ID, writes))
 	return &leader.API{Node: n.parts.leader, Asks: n.parts.job, Logger: n.log, Writes: writes, Local: local}
 }
 

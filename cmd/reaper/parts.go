@@ -19,6 +19,7 @@ import (
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/reaper"
 	"github.com/reapergw/reaper/reaper/valkeystore"
+	"github.com/reapergw/reaper/webhook"
 )
 
 // settleDelay is how long the leader waits, between marking an app
@@ -33,7 +34,10 @@ type parts struct {
 	driver paas.Client
 	engine *reaper.Engine
 	job    *reaper.Job
-	leader *leader.Node // nil on a single node
+	// webhooks queues the events of events.webhooks and delivers them (on the
+	// leader); nil without webhooks.
+	webhooks *webhook.Service
+	leader   *leader.Node // nil on a single node
 	// clusterTLS is the cluster's mutual TLS, which the admin listener serves
 	// too; nil without cluster.tls.
 	clusterTLS *leader.TLS
@@ -56,6 +60,7 @@ func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_
 	steps := []func(context.Context, *config.Config) error{
 		p.openStore,
 		p.openDriver,
+		p.buildWebhooks,
 		p.buildEngine,
 		p.joinCluster,
 		p.buildJob,
@@ -134,6 +139,23 @@ func (p *parts) openDriver(_ context.Context, cfg *config.Config) error {
 	return nil
 }
 
+// buildWebhooks builds the webhooks of events.webhooks, if any: every node
+// queues the events that happen on it, the leader delivers them.
+func (p *parts) buildWebhooks(_ context.Context, cfg *config.Config) error {
+	if len(cfg.Events.Webhooks) == 0 {
+		return nil
+	}
+	p.webhooks = webhook.New(webhook.Options{
+		Hooks:          cfg.Events.Webhooks,
+		AlertWakeAfter: cfg.Events.AlertWakeAfter.D(),
+		Queue:          p.store,
+		Logger:         p.log.With("part", "webhook"),
+		Observer:       p.metrics,
+		UserAgent:      "reaper/" + version,
+	})
+	return nil
+}
+
 // buildEngine builds the reaper engine, which the reaper plugins of every route
 // share.
 func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
@@ -145,6 +167,10 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		GuessAppID: config.GuessAppID,
 		MaxHeld:    nodeMaxHeld(cfg.Reaper.MaxHeld),
 		Observer:   p.metrics,
+		AdminToken: cfg.Node.AdminToken,
+	}
+	if p.webhooks != nil {
+		opts.Notifier = p.webhooks
 	}
 	switch cfg.PaaS.Driver {
 	case config.DriverProcess, config.DriverDocker:
@@ -238,17 +264,28 @@ func (p *parts) applyDryRun(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// wireJob sends the engine's wake asks to the job, and runs the job: on a single
-// node, always; in a cluster, while this node leads, with asks forwarded to the
-// leader by the others.
+// wireJob sends the engine's wake asks to the job, and runs the job and the
+// webhooks' deliveries: on a single node, always; in a cluster, while this node
+// leads, with asks forwarded to the leader by the others.
 func (p *parts) wireJob() {
 	if p.leader == nil {
 		p.engine.SetAsker(p.job)
-		p.runners = append(p.runners, func(ctx context.Context) { p.job.Run(ctx, 0) })
+		p.runners = append(p.runners, func(ctx context.Context) { p.whileLeader(ctx, 0) })
 		return
 	}
 	p.engine.SetAsker(leader.Asker{Node: p.leader, Local: p.job})
-	p.runners = append(p.runners, func(ctx context.Context) { p.leader.Run(ctx, p.job.Run) })
+	p.runners = append(p.runners, func(ctx context.Context) { p.leader.Run(ctx, p.whileLeader) })
+}
+
+// whileLeader is the leader's work for one term: the job, and the webhooks'
+// deliveries. It returns once both have.
+func (p *parts) whileLeader(ctx context.Context, term uint64) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if p.webhooks != nil {
+		wg.Go(func() { p.webhooks.Run(ctx) })
+	}
+	p.job.Run(ctx, term)
 }
 
 // run starts the background work; it ends when ctx does.

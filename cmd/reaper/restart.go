@@ -7,8 +7,8 @@ import (
 )
 
 // restartNeeded lists the settings that differ between two configurations and that
-// a reload does not apply (listeners, store, platform, cluster): only routes and
-// their plugins are swapped live.
+// a reload does not apply (listeners, store, platform, cluster, events): only
+// routes and their plugins are swapped live.
 func restartNeeded(old, cur *config.Config) []string {
 	var out []string
 	for _, c := range []struct {
@@ -20,6 +20,7 @@ func restartNeeded(old, cur *config.Config) []string {
 		{"paas", old.PaaS, cur.PaaS},
 		{"store", old.Store, cur.Store},
 		{"cluster", old.Cluster, cur.Cluster},
+		{"events", old.Events, cur.Events},
 	} {
 		if !reflect.DeepEqual(c.a, c.b) {
 			out = append(out, c.name)

@@ -177,10 +177,11 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ 
 	}
 	closers = append(closers, func() error { router.Close(); return nil })
 	n.gateway = plugin.NewGateway(plugin.GatewayOptions{
-		Logger:         logger,
-		Node:           cfg.Node.ID,
-		TrustedProxies: cfg.Node.TrustedProxiesPrefixes(),
-		Observer:       n.parts.metrics,
+		Logger:          logger,
+		Node:            cfg.Node.ID,
+		TrustedProxies:  cfg.Node.TrustedProxiesPrefixes(),
+		Observer:        n.parts.metrics,
+		BodyIdleTimeout: cfg.Node.BodyIdleTimeout.D(),
 	})
 	n.gateway.Swap(router)
 	n.watchMetrics()
@@ -249,8 +250,10 @@ func (n *node) serveGateway(ln net.Listener, tlsConfig *tls.Config) {
 // serveAdmin serves health, the admin API and the cluster's internal calls on ln,
 // over HTTPS with the node's certificate when the cluster has TLS.
 func (n *node) serveAdmin(ln net.Listener) {
+	api := n.adminAPI()
 	n.admin = &http.Server{
-		Handler:           adminHandler(n.cfg.Node.AdminToken, n.ready, n.adminAPI(), n.internal(), n.parts.metrics.Handler(), n.cfg.Node.MetricsPublic),
+		Handler: adminHandler(n.cfg.Node.AdminToken, n.ready, api, n.internal(), n.parts.metrics.Handler(),
+			n.cfg.Node.MetricsPublic, n.dashboard(api)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

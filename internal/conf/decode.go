@@ -445,36 +445,13 @@ func unknownKey(key string, fields []field) string {
 	names := make([]string, len(fields))
 	for i, f := range fields {
 		names[i] = f.name
-		if dist := editDistance(key, f.name); dist < bestDist {
-			best, bestDist = f.name, dist
-		}
 	}
+	best = Closest(key, names, bestDist-1)
 	if best != "" {
 		return fmt.Sprintf("unknown key (did you mean %q?)", best)
 	}
 	sort.Strings(names)
 	return "unknown key (expected one of: " + strings.Join(names, ", ") + ")"
-}
-
-// editDistance is the Levenshtein distance between a and b, for "did you mean".
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func (d *Decoder) lookup(name string) (string, bool) {

@@ -24,6 +24,8 @@ type App struct {
 	State           paas.State
 	Deployment      *paas.Deployment
 	NotShutdownable bool
+	// Name is the app's display name, as observations give it.
+	Name string
 }
 
 // Fake is a paas.Client, paas.DeploymentReader and paas.Watcher. By default a start
@@ -165,7 +167,7 @@ func (f *Fake) Observe(_ context.Context, app paas.App) (paas.Observation, error
 	if err != nil {
 		return paas.Observation{}, err
 	}
-	return paas.Observation{State: a.State, Deployment: a.Deployment, NotShutdownable: a.NotShutdownable}, nil
+	return paas.Observation{State: a.State, Deployment: a.Deployment, NotShutdownable: a.NotShutdownable, Name: a.Name}, nil
 }
 
 // LastDeployment returns the app's last deployment.

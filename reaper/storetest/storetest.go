@@ -57,6 +57,13 @@ func Run(t *testing.T, newStore func(t *testing.T) reaper.Store) {
 		{"Lock/ConcurrentOneWinner", testLockConcurrent},
 		{"Lock/ANewerTermTakesOver", testLockTakeover},
 		{"Settings/RoundTrip", testSettings},
+		{"Queue/RoundTripsEveryField", testQueueRoundTrip},
+		{"Queue/OrderAndAck", testQueueOrderAndAck},
+		{"Queue/EnqueueIsIdempotent", testQueueEnqueueIdempotent},
+		{"Queue/BoundDropsTheOldest", testQueueBound},
+		{"Queue/PerQueue", testQueuePerQueue},
+		{"Queue/ConcurrentEnqueues", testQueueConcurrent},
+		{"Queue/DrainsInOrder", testQueueDrain},
 		{"Watch/NotifiesPut", testWatch},
 		{"Context/CancelledReturnsPromptly", testCancelledContext},
 	}

@@ -76,6 +76,9 @@ func testCancelledContext(t *testing.T, s reaper.Store) {
 		"ClearWake":   func() { _ = s.ClearWake(ctx, "a", now) },
 		"Settings":    func() { _, _ = s.Settings(ctx) },
 		"PutSettings": func() { _ = s.PutSettings(ctx, reaper.Settings{}) },
+		"Enqueue":     func() { _, _ = s.Enqueue(ctx, "q", reaper.QueuedEvent{ID: "e"}, 10) },
+		"Pending":     func() { _, _ = s.Pending(ctx, "q", 10) },
+		"Ack":         func() { _ = s.Ack(ctx, "q", "e") },
 		"Lock": func() {
 			if l, err := s.Lock(ctx, "a", 0, time.Minute); err == nil {
 				_ = l.Release(t.Context())

@@ -1,5 +1,5 @@
 // Package valkeystore is the reaper.Store of a cluster: records, history, access
-// times, in-flight counts, wake asks, locks and settings live in Valkey (or Redis 7,
+// times, in-flight counts, wake asks, locks, settings and the webhooks' queues live in Valkey (or Redis 7,
 // which speaks the same protocol), shared by every node, and record changes are
 // pushed to every node over pub/sub.
 //
@@ -7,17 +7,20 @@
 // access times, the compare-and-act of locks) is one Lua script run by the server.
 // The layout of the keys, under Options.Prefix (default "reaper:"):
 //
-//	records          hash   app → record JSON
-//	terms            hash   app → Raft term of the stored record (decimal)
-//	history:<app>    list   transition JSON, newest first, capped at reaper.HistoryCap
-//	access           hash   app → last access, unix microseconds
-//	inflight:<node>  hash   app → open requests on node; expires with the node's ttl
-//	inflight-nodes   set    nodes that may have in-flight counts
-//	asks             hash   app → time of the latest wake ask, unix microseconds
-//	asks-expiry      zset   app → expiry of the ask, unix milliseconds (server clock)
-//	lock:<app>       string the holder's random token, with the lock's ttl
-//	settings         string Settings JSON
-//	records          channel: the id of each app whose record was put or deleted
+//	records              hash   app → record JSON
+//	terms                hash   app → Raft term of the stored record (decimal)
+//	history:<app>        list   transition JSON, newest first, capped at reaper.HistoryCap
+//	access               hash   app → last access, unix microseconds
+//	inflight:<node>      hash   app → open requests on node; expires with the node's ttl
+//	inflight-nodes       set    nodes that may have in-flight counts
+//	asks                 hash   app → time of the latest wake ask, unix microseconds
+//	asks-expiry          zset   app → expiry of the ask, unix milliseconds (server clock)
+//	lock:<app>           string the holder's random token, with the lock's ttl
+//	settings             string Settings JSON
+//	queue:<name>         zset   a webhook's queue: event id → position (queue.go)
+//	queue-events:<name>  hash   event id → event JSON
+//	queue-seq            string the last position given to a queued event
+//	records              channel: the id of each app whose record was put or deleted
 //
 // When Valkey is unreachable, calls fail within Options.Timeout (or their context,
 // if sooner) with an error that wraps ErrUnreachable and names the address, and they
@@ -122,6 +125,7 @@ type keys struct {
 	records, terms, historyPrefix, access           string
 	inflightPrefix, inflightNodes, asks, asksExpiry string
 	lockPrefix, settings, channel                   string
+	queuePrefix, queueEventsPrefix, queueSeq        string
 }
 
 func newKeys(prefix string) keys {
@@ -137,6 +141,10 @@ func newKeys(prefix string) keys {
 		lockPrefix:     prefix + "lock:",
 		settings:       prefix + "settings",
 		channel:        prefix + "records",
+
+		queuePrefix:       prefix + "queue:",
+		queueEventsPrefix: prefix + "queue-events:",
+		queueSeq:          prefix + "queue-seq",
 	}
 }
 

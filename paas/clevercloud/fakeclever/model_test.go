@@ -203,8 +203,11 @@ func TestTransitions_InitialStates(t *testing.T) {
 	}
 }
 
+// The fake's own timers (no test clock) move the app along. The boot lasts a
+// second so that its WANTS_TO_BE_UP is seen however slow the machine's polls are
+// (at 50 ms, a loaded machine's poll missed it).
 func TestTransitions_RealTime(t *testing.T) {
-	f := startFake(t, Options{DeployDelay: 20 * time.Millisecond, BootTime: 50 * time.Millisecond, StopLinger: 30 * time.Millisecond})
+	f := startFake(t, Options{DeployDelay: 20 * time.Millisecond, BootTime: time.Second, StopLinger: 30 * time.Millisecond})
 	f.AddApp(App{ID: testApp, Owner: testOrga, State: StateShouldBeDown})
 	if a := post(t, f, "POST", testApp); a.status != http.StatusOK {
 		t.Fatalf("start: %d %s", a.status, a.body)
