@@ -282,6 +282,7 @@ func TestDocker_ContainerBackByItselfSleepsAgainOnTime(t *testing.T) {
 	}
 	// No flapping: the engine does not bring back a container that was stopped,
 	// and reaper put it to sleep once.
+	p.waitLog(func(l map[string]any) bool { return l["msg"] == "container put to sleep" && l["app"] == "back" }, 5*time.Second)
 	if n := strings.Count(p.logText(), `"msg":"container put to sleep"`); n != 1 {
 		t.Errorf("put to sleep %d times, want 1", n)
 	}
@@ -312,6 +313,10 @@ func TestDocker_EngineUnreachableHeldRequestAnsweredAtTheFailTimeout(t *testing.
 		t.Error("the log never says the engine is unreachable")
 	}
 	e.proxy.Up()
+	// The driver reconnects within its back-off (at most 5 s).
+	testwait.For(t, 10*time.Second, "the driver to reconnect", func() bool {
+		return strings.Count(p.logText(), `"msg":"docker engine connected"`) >= 2
+	})
 	resp, err = p.request("GET", "cut.test", "/", nil)
 	if err != nil {
 		t.Fatal(err)
