@@ -2,6 +2,7 @@ package dockertest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -93,6 +94,12 @@ func (p *Proxy) Up() {
 	if err != nil {
 		p.t.Fatalf("dockertest: proxy: %v", err)
 	}
+	p.srv = &http.Server{Handler: p.handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func(srv *http.Server) { _ = srv.Serve(ln) }(p.srv)
+}
+
+// handler forwards the allowed calls to the engine, and refuses the others.
+func (p *Proxy) handler() http.Handler {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.Out.URL.Scheme, r.Out.URL.Host = "http", "docker"
@@ -103,14 +110,28 @@ func (p *Proxy) Up() {
 		}},
 		FlushInterval: -1, // the event stream, as it comes
 	}
-	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !p.allow(r) {
 			http.Error(w, "dockertest: call not allowed", http.StatusForbidden)
 			return
 		}
 		rp.ServeHTTP(w, r)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go func(srv *http.Server) { _ = srv.Serve(ln) }(p.srv)
+	})
+}
+
+// TLSHost serves the proxy on a loopback TCP port too, over TLS with conf (a
+// remote engine, as dockerd --tlsverify serves one), until the test ends; it
+// returns the address for paas.docker.host.
+func (p *Proxy) TLSHost(conf *tls.Config) string {
+	p.t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", conf)
+	if err != nil {
+		p.t.Fatalf("dockertest: proxy: %v", err)
+	}
+	srv := &http.Server{Handler: p.handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	p.t.Cleanup(func() { _ = srv.Close() })
+	return "tcp://" + ln.Addr().String()
 }
 
 // Down closes the proxy and every connection through it (the event streams

@@ -2,12 +2,14 @@ package docker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/reapergw/reaper/internal/certtest"
 	"github.com/reapergw/reaper/internal/dockertest"
 	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas"
@@ -364,5 +366,35 @@ func TestDriver_SeveralEnginesEachDriveTheirOwn(t *testing.T) {
 	})
 	if obs := observe(t, d, "a"); obs.State != paas.StateShouldBeUp {
 		t.Errorf("app a while engine two is lost: %+v, want still up", obs)
+	}
+}
+
+func TestDriver_RemoteEngineOverMutualTLS(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ca := certtest.NewCA(t, "engine-ca")
+	dir := t.TempDir()
+	server := ca.Issue(t, "engine", certtest.Options{IPs: []string{"127.0.0.1"}})
+	host := e.proxy.TLSHost(&tls.Config{
+		Certificates: []tls.Certificate{server.TLS(t)},
+		ClientCAs:    ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+	})
+	cert, key := ca.Issue(t, "reaper", certtest.Options{}).Files(t, dir, "reaper")
+	caFile := certtest.Write(t, dir, "ca.pem", ca.PEM)
+	name, addr := e.demo("remote", nil)
+	d := e.driver(Config{Host: host, TLS: &TLSConfig{CA: caFile, Cert: cert, Key: key}, Apps: []AppConfig{demoApp("remote", name, addr)}})
+	if err := d.Start(bg, paas.App{ID: "remote"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, d, "remote", paas.StateShouldBeUp)
+
+	// Without TLS, the engine cannot be reached: an error, not a hang.
+	d2, err := New(Options{Config: Config{Host: host, Apps: []AppConfig{demoApp("remote", name, addr)}}, Logger: e.logs.Logger(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if _, err := d2.Observe(bg, paas.App{ID: "remote"}); !errors.Is(err, paas.ErrUnavailable) {
+		t.Errorf("without TLS: %v, want the engine unavailable", err)
 	}
 }
