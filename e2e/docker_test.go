@@ -137,7 +137,13 @@ func (e *dockerEnv) waitStatus(id, status string, limit time.Duration) {
 // adminApp is GET /api/apps/{id} on the admin API.
 func (e *dockerEnv) adminApp(id string) map[string]any {
 	e.t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+e.p.admin+"/api/apps/"+id, nil)
+	return e.adminGet("/api/apps/" + id)
+}
+
+// adminGet is a GET of the admin API, decoded.
+func (e *dockerEnv) adminGet(path string) map[string]any {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+e.p.admin+path, nil)
 	req.Header.Set("Authorization", "Bearer "+dockerAdminToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -243,6 +249,11 @@ func TestDocker_SleepsAfterTheGracePeriod(t *testing.T) {
 				t.Errorf("put to sleep %s after the last request, before the 2s grace period", idle)
 			}
 			e.waitStatus("nap", "Down", 10*time.Second)
+			// The memory it held awake, read from the engine's stats, prices
+			// the savings.
+			if gib, _ := e.adminGet("/api/apps/nap/savings")["gib"].(float64); gib <= 0 {
+				t.Errorf("savings: %v, want the memory the container held awake", e.adminGet("/api/apps/nap/savings"))
+			}
 			// And it wakes again from there.
 			resp, err = p.request("GET", "nap.test", "/", nil)
 			if err != nil {
