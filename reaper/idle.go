@@ -55,4 +55,3 @@ func ReapAt(rec Record, in Input, p Policy, now time.Time) time.Time {
 	}
 	return at
 }
-
