@@ -161,6 +161,9 @@ func TestWaitingPage_InChromium(t *testing.T) {
 		if got := visibleStatus(t, p); got != en.Error {
 			t.Errorf("status line = %q, want %q", got, en.Error)
 		}
+		if got := evalString(t, p, `getComputedStyle(document.querySelector("main>.lead")).display`); got != "none" {
+			t.Errorf("the lead (it opens as soon as it is ready) in error: display %q, want hidden", got)
+		}
 		if got := evalString(t, p, `getComputedStyle(document.querySelector(".sp")).animationName`); got != "none" {
 			t.Errorf("spinner animation in error = %q, want none", got)
 		}
