@@ -23,7 +23,7 @@ for _ in $(seq 50); do
   redis-cli -p 7900 ping >/dev/null 2>&1 && break
   sleep 0.1
 done
-./bin/fakeclever --apps 2 --app-edge-base 7810 --boot-time 3s --deploy-delay 1s --stop-linger 1s \
+./bin/fakeclever --apps 2 --state SHOULD_BE_DOWN --app-edge-base 7810 --boot-time 3s --deploy-delay 1s --stop-linger 1s \
   --token "${CLEVER_CLOUD_API_TOKEN:-fake-token}" >data/cluster/fakeclever.log 2>&1 &
 pids+=($!)
 for i in 1 2 3; do
@@ -48,6 +48,6 @@ Logs: data/cluster/n1.log … n3.log, redis.log, fakeclever.log.
               cluster-admin-token (or your REAPER_ADMIN_TOKEN); each shows the whole cluster
   kill the leader's process (see the status), then ask again through another node.
 
-The apps sleep after 30 s without traffic. Ctrl-C stops the whole cluster.
+The apps start asleep, and sleep again after 30 s without traffic. Ctrl-C stops the whole cluster.
 TXT
 wait
