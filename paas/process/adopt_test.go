@@ -211,11 +211,25 @@ func exitsWithin(t *testing.T, pid int, d time.Duration) bool {
 		return true
 	}
 	defer unix.Close(fd)
-	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(d.Milliseconds()))
+	exited, err := pollReadable(fd, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n > 0
+	return exited
+}
+
+// pollReadable waits up to d for fd to be readable. The Go runtime's own
+// signals (preemption) interrupt poll with EINTR: the wait goes on with what is
+// left of it.
+func pollReadable(fd int, d time.Duration) (bool, error) {
+	deadline := time.Now().Add(d)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(max(time.Until(deadline), 0).Milliseconds()))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return n > 0, err
+	}
 }
 
 func mustPidfd(t *testing.T, pid int) int {
@@ -231,8 +245,7 @@ func mustPidfd(t *testing.T, pid int) int {
 // waitReadable waits for the process of pidfd fd to exit.
 func waitReadable(t *testing.T, fd int) {
 	t.Helper()
-	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(waitLong.Milliseconds()))
-	if err != nil || n != 1 {
-		t.Fatalf("the process did not exit: %d, %v", n, err)
+	if exited, err := pollReadable(fd, waitLong); err != nil || !exited {
+		t.Fatalf("the process did not exit: %v, %v", exited, err)
 	}
 }
