@@ -50,8 +50,7 @@ type Driver struct {
 	configured map[string]*app // fixed by New
 	discovered map[string]*app // apps read from labels, by id
 	warned     map[string]bool // conflicts already logged
-	watchers   map[uint64]func(appID string)
-	nextWatch  uint64
+	watchers   paas.Watchers
 }
 
 // New returns a driver for opts.Config. It connects to every engine, lists its
@@ -83,7 +82,7 @@ func New(opts Options) (*Driver, error) {
 	d := &Driver{
 		log: logger, prober: probe.New(), labels: cfg.LabelsOn(),
 		configured: map[string]*app{}, discovered: map[string]*app{},
-		warned: map[string]bool{}, watchers: map[uint64]func(string){},
+		warned: map[string]bool{},
 	}
 	d.base, d.cancel = context.WithCancel(context.Background())
 	byName := map[string]*host{}
@@ -158,20 +157,7 @@ func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, erro
 // at once. changed is called from the driver's goroutines, outside its locks, so
 // it may call Observe; it must not block.
 func (d *Driver) Watch(ctx context.Context, changed func(appID string)) {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return
-	}
-	id := d.nextWatch
-	d.nextWatch++
-	d.watchers[id] = changed
-	d.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		d.mu.Lock()
-		delete(d.watchers, id)
-		d.mu.Unlock()
-	})
+	d.watchers.Add(ctx, changed)
 }
 
 // Close ends the event streams, probes and boots in progress, and waits for the
@@ -184,8 +170,8 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	d.closed = true
-	clear(d.watchers)
 	d.mu.Unlock()
+	d.watchers.Close()
 	d.cancel()
 	d.wg.Wait()
 	for _, h := range d.hosts {
@@ -257,26 +243,7 @@ func (d *Driver) reserve() bool {
 
 // notify tells every watcher that these apps' observations may have changed. It
 // must be called without any lock held, since watchers may observe.
-func (d *Driver) notify(ids ...string) {
-	if len(ids) == 0 {
-		return
-	}
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return
-	}
-	fs := make([]func(string), 0, len(d.watchers))
-	for _, f := range d.watchers {
-		fs = append(fs, f)
-	}
-	d.mu.Unlock()
-	for _, id := range ids {
-		for _, f := range fs {
-			f(id)
-		}
-	}
-}
+func (d *Driver) notify(ids ...string) { d.watchers.Notify(ids...) }
 
 // since is time.Since rounded for logs.
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }

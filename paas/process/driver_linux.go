@@ -35,10 +35,9 @@ type Driver struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // waiter and prober goroutines
 
-	mu        sync.Mutex // guards what follows
-	closed    bool
-	watchers  map[uint64]func(appID string)
-	nextWatch uint64
+	mu       sync.Mutex // guards what follows
+	closed   bool
+	watchers paas.Watchers
 }
 
 // app is one configured app and what the driver knows of it.
@@ -80,11 +79,10 @@ func New(opts Options) (*Driver, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Driver{
-		log:      logger,
-		pidDir:   pidDir,
-		probe:    probe.New(),
-		apps:     make(map[string]*app, len(opts.Apps)),
-		watchers: make(map[uint64]func(string)),
+		log:    logger,
+		pidDir: pidDir,
+		probe:  probe.New(),
+		apps:   make(map[string]*app, len(opts.Apps)),
 	}
 	d.base, d.cancel = context.WithCancel(context.Background())
 	for i := range opts.Apps {
@@ -224,20 +222,7 @@ func (d *Driver) Stop(ctx context.Context, pa paas.App) error {
 // closed. It returns at once. changed is called from the driver's goroutines, outside
 // its locks, so it may call Observe; it must not block.
 func (d *Driver) Watch(ctx context.Context, changed func(appID string)) {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return
-	}
-	id := d.nextWatch
-	d.nextWatch++
-	d.watchers[id] = changed
-	d.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		d.mu.Lock()
-		delete(d.watchers, id)
-		d.mu.Unlock()
-	})
+	d.watchers.Add(ctx, changed)
 }
 
 // Close stops the driver's probes and watchers and waits for its goroutines. It does
@@ -251,8 +236,8 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	d.closed = true
-	clear(d.watchers)
 	d.mu.Unlock()
+	d.watchers.Close()
 	d.cancel()
 	for _, a := range d.apps {
 		a.mu.Lock()
@@ -296,21 +281,7 @@ func (d *Driver) reserve(n int) bool {
 
 // notify tells every watcher that the app's observation changed. It must be called
 // without any app lock held, since watchers may observe.
-func (d *Driver) notify(id string) {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return
-	}
-	fs := make([]func(string), 0, len(d.watchers))
-	for _, f := range d.watchers {
-		fs = append(fs, f)
-	}
-	d.mu.Unlock()
-	for _, f := range fs {
-		f(id)
-	}
-}
+func (d *Driver) notify(id string) { d.watchers.Notify(id) }
 
 // set records a transition; a.mu must be held. A nil dep keeps the last deployment.
 func (a *app) set(state paas.State, dep *paas.Deployment) {

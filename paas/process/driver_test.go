@@ -294,9 +294,7 @@ func TestDriver_WatchEndsWithItsContext(t *testing.T) {
 	// context.AfterFunc runs the removal in its own goroutine: wait for it.
 	var n int
 	if !testwait.Until(waitLong, func() bool {
-		d.mu.Lock()
-		n = len(d.watchers)
-		d.mu.Unlock()
+		n = d.watchers.Len()
 		return n == 1
 	}) {
 		t.Fatalf("%d watchers, want 1", n)
