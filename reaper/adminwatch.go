@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/reapergw/reaper/internal/httpjson"
@@ -89,8 +88,6 @@ func wakesOf(items []Transition, limit int) []WakeView {
 // maxEventStreams bounds the event streams open on one node.
 const maxEventStreams = 64
 
-var eventStreams atomic.Int64
-
 // eventStream serves the node's events as server-sent events: the kept recent
 // ones first (after Last-Event-ID or ?after= when given), then each new one, with
 // a comment every 15 s to keep proxies from closing the stream. A stream that
@@ -108,13 +105,14 @@ func (a *AdminAPI) eventStream(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	if eventStreams.Add(1) > maxEventStreams {
-		eventStreams.Add(-1)
+	streams := &a.Engine.events.streams
+	if streams.Add(1) > maxEventStreams {
+		streams.Add(-1)
 		w.Header().Set("Retry-After", "10")
 		httpjson.Error(w, http.StatusServiceUnavailable, fmt.Sprintf("too many event streams open on this node (%d)", maxEventStreams))
 		return
 	}
-	defer eventStreams.Add(-1)
+	defer streams.Add(-1)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the listener's write timeout
 	recent, next, cancel := a.Engine.Subscribe(after)

@@ -3,6 +3,7 @@ package reaper
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,8 @@ const eventSubBuffer = 256
 
 // eventLog keeps the node's recent events and hands new ones to subscribers.
 type eventLog struct {
+	streams atomic.Int64 // the admin API's event streams open on this node
+
 	mu     sync.Mutex
 	ring   [EventReplay]Event
 	lastID uint64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -63,7 +64,7 @@ func replayMonth(t *testing.T, prewake bool, seed uint64) replayResult {
 				visits = append(visits, d.Add(time.Duration(rng.IntN(24*60))*time.Minute))
 			}
 		}
-		slicesSortTimes(visits)
+		slices.SortFunc(visits, time.Time.Compare)
 		var upSince time.Time
 		lastStatus := StatusDown
 		account := func() { // awake time: from leaving Down to going back to Down
@@ -110,14 +111,6 @@ func replayMonth(t *testing.T, prewake bool, seed uint64) replayResult {
 		res.view = prewakeViewOf("app", engine.Managed()[0].Policy, items, 0, time.Now())
 	})
 	return res
-}
-
-func slicesSortTimes(ts []time.Time) {
-	for i := 1; i < len(ts); i++ {
-		for j := i; j > 0 && ts[j].Before(ts[j-1]); j-- {
-			ts[j], ts[j-1] = ts[j-1], ts[j]
-		}
-	}
 }
 
 // A synthetic month of a team's traffic, replayed with and without learned
