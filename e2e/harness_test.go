@@ -57,6 +57,10 @@ type reaperProc struct {
 	admin   string
 	exited  chan struct{}
 	err     error
+	// sockets are handed to reaper as a service manager does (socket
+	// activation), named by socketNames.
+	sockets     []*os.File
+	socketNames string
 
 	mu    sync.Mutex
 	lines []map[string]any
@@ -80,7 +84,15 @@ func writeConfig(t *testing.T, dir, yaml string) string {
 // configuration says otherwise) and waits until it serves.
 func startReaper(t *testing.T, dir, yaml string) *reaperProc {
 	t.Helper()
-	p := &reaperProc{t: t, dir: dir, config: writeConfig(t, dir, yaml), exited: make(chan struct{}), seen: make(chan struct{})}
+	return startReaperOn(t, dir, yaml, "")
+}
+
+// startReaperOn runs reaper as startReaper does, handing it sockets as a service
+// manager does; names is LISTEN_FDNAMES.
+func startReaperOn(t *testing.T, dir, yaml, names string, sockets ...*os.File) *reaperProc {
+	t.Helper()
+	p := &reaperProc{t: t, dir: dir, config: writeConfig(t, dir, yaml), exited: make(chan struct{}), seen: make(chan struct{}),
+		sockets: sockets, socketNames: names}
 	p.start()
 	t.Cleanup(func() {
 		p.kill()
@@ -110,8 +122,16 @@ func killApps(t *testing.T, dir string) {
 func (p *reaperProc) start() {
 	t := p.t
 	t.Helper()
-	p.cmd = exec.Command(bins.reaper, "serve", "--config", p.config, "--log-format", "json", "--log-level", "debug")
+	args := []string{"serve", "--config", p.config, "--log-format", "json", "--log-level", "debug"}
+	p.cmd = exec.Command(bins.reaper, args...)
 	p.cmd.Env = append(os.Environ(), "REAPER_TEST=1")
+	if len(p.sockets) > 0 {
+		// LISTEN_PID must be reaper's own pid: the shell sets it, then becomes
+		// reaper.
+		p.cmd = exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, bins.reaper}, args...)...)
+		p.cmd.Env = append(os.Environ(), "REAPER_TEST=1", fmt.Sprintf("LISTEN_FDS=%d", len(p.sockets)), "LISTEN_FDNAMES="+p.socketNames)
+		p.cmd.ExtraFiles = p.sockets
+	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

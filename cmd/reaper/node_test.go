@@ -105,7 +105,7 @@ paas:
 		t.Fatal(err)
 	}
 	logs := &logtest.Buffer{}
-	n, err := startNode(context.Background(), cfg, logs.Logger(slog.LevelDebug))
+	n, err := startNode(context.Background(), cfg, logs.Logger(slog.LevelDebug), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

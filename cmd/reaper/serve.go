@@ -53,7 +53,11 @@ func serveCmd(ctx context.Context, args []string, env func(string) (string, bool
 		printConfigErrors(stderr, *path, err)
 		return exitCode(1)
 	}
-	n, err := startNode(ctx, cfg, logger)
+	inherited, err := inheritedSockets(env, os.Getpid())
+	if err != nil {
+		return err
+	}
+	n, err := startNode(ctx, cfg, logger, inherited)
 	if err != nil {
 		return err
 	}
@@ -154,7 +158,7 @@ type node struct {
 // startNode builds every part from the configuration and starts listening. When it
 // returns without error the gateway serves; when it fails, what it had built is
 // closed again, in reverse order.
-func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *node, err error) {
+func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inherited sockets) (_ *node, err error) {
 	if err := os.MkdirAll(cfg.Node.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("node.data_dir: %w", err)
 	}
@@ -186,16 +190,12 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ 
 	n.gateway.Swap(router)
 	n.watchMetrics()
 
-	gwLn, err := net.Listen("tcp", cfg.Node.Listen)
+	gwLn, adminLn, err := n.listeners(inherited)
 	if err != nil {
-		return nil, fmt.Errorf("node.listen: %w", err)
+		return nil, err
 	}
 	closers = append(closers, gwLn.Close)
-	var adminLn net.Listener
-	if cfg.Node.AdminListen != "" {
-		if adminLn, err = net.Listen("tcp", cfg.Node.AdminListen); err != nil {
-			return nil, fmt.Errorf("node.admin_listen: %w", err)
-		}
+	if adminLn != nil {
 		closers = append(closers, adminLn.Close)
 	}
 	tlsConfig, err := loadTLS(cfg.Node.TLS)
@@ -213,6 +213,31 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ 
 	n.ready.set(true)
 	logger.Info("reaper started", "node", cfg.Node.ID, "routes", len(cfg.Routes), "driver", cfg.PaaS.Driver, "store", cfg.Store.Driver, "data_dir", filepath.Clean(cfg.Node.DataDir))
 	return n, nil
+}
+
+// listeners opens the gateway's and the admin API's listeners, or takes them from
+// the inherited sockets; either way both are open, or neither.
+func (n *node) listeners(inherited sockets) (gw, admin net.Listener, err error) {
+	defer inherited.close() // those not taken
+	gw, fromManager, err := inherited.listen(socketGateway, n.cfg.Node.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node.listen: %w", err)
+	}
+	if fromManager {
+		n.log.Info("gateway socket from the service manager", "addr", gw.Addr().String())
+	}
+	if inherited[socketAdmin] == nil && n.cfg.Node.AdminListen == "" {
+		return gw, nil, nil
+	}
+	admin, fromManager, err = inherited.listen(socketAdmin, n.cfg.Node.AdminListen)
+	if err != nil {
+		gw.Close()
+		return nil, nil, fmt.Errorf("node.admin_listen: %w", err)
+	}
+	if fromManager {
+		n.log.Info("admin socket from the service manager", "addr", admin.Addr().String())
+	}
+	return gw, admin, nil
 }
 
 // loadTLS returns the gateway's TLS configuration, or nil when node.tls is not set.

@@ -39,7 +39,7 @@ paas:
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
 	if err == nil {
 		n.shutdown()
 		t.Fatal("startNode succeeded with a TLS pair that holds no certificate")

@@ -58,7 +58,7 @@ events:
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	n, err := startNode(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
