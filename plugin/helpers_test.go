@@ -322,7 +322,7 @@ func echoBackend(t testing.TB) *httptest.Server {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintf(w, "method=%s\nhost=%s\nuri=%s\nbody=%s\n", r.Method, r.Host, r.RequestURI, body)
 		for _, k := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Request-Id", "X-Chain",
-			"Keep-Alive", "Proxy-Connection", "Te", "Upgrade", "Http2-Settings", "X-Secret", "X-Added", "Connection"} {
+			"Keep-Alive", "Proxy-Connection", "Te", "Upgrade", "Http2-Settings", "X-Secret", "X-Added", "Connection", "Forwarded", "X-Real-Ip"} {
 			if vs, ok := r.Header[k]; ok {
 				fmt.Fprintf(w, "%s=%s\n", k, strings.Join(vs, "|"))
 			}

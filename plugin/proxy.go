@@ -89,6 +89,12 @@ func (r *Route) rewrite(pr *httputil.ProxyRequest) {
 		}
 	}
 	pr.SetXForwarded()
+	if !st.trusted {
+		// Another spelling of the client's address, which apps also read: from
+		// an untrusted peer it is as forged as its X-Forwarded-For. (Rewrite has
+		// removed Forwarded already, from every peer.)
+		delete(out.Header, "X-Real-Ip")
+	}
 	if st.trusted {
 		if v := in.Get("X-Forwarded-Proto"); strings.EqualFold(v, "http") || strings.EqualFold(v, "https") {
 			out.Header.Set("X-Forwarded-Proto", strings.ToLower(v))

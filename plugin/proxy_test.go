@@ -74,6 +74,7 @@ routes:
 		"X-Forwarded-Proto": {"https"},
 		"X-Forwarded-Host":  {"public.example"},
 		"Forwarded":         {"for=203.0.113.9"},
+		"X-Real-Ip":         {"203.0.113.9"},
 	}
 
 	t.Run("untrusted peer: inbound values dropped", func(t *testing.T) {
@@ -82,6 +83,11 @@ routes:
 		expect(t, body, "X-Forwarded-For", "127.0.0.1")
 		expect(t, body, "X-Forwarded-Proto", "http")
 		expect(t, body, "X-Forwarded-Host", "a.test:8080")
+		for _, k := range []string{"Forwarded", "X-Real-Ip"} {
+			if v, ok := field(body, k); ok {
+				t.Errorf("the client's %s reached the backend: %q", k, v)
+			}
+		}
 	})
 	t.Run("trusted peer: chain kept", func(t *testing.T) {
 		gw := newTestGateway(t, r, "127.0.0.0/8")
@@ -89,6 +95,10 @@ routes:
 		expect(t, body, "X-Forwarded-For", "203.0.113.9, 10.0.0.1, 127.0.0.1")
 		expect(t, body, "X-Forwarded-Proto", "https")
 		expect(t, body, "X-Forwarded-Host", "public.example")
+		expect(t, body, "X-Real-Ip", "203.0.113.9")
+		if v, ok := field(body, "Forwarded"); ok {
+			t.Errorf("Forwarded reached the backend: %q (reaper sends X-Forwarded-* only)", v)
+		}
 		// The client address walks the chain from the right past trusted
 		// proxies: 10.0.0.1 is not trusted here, so it is the client.
 		line := gw.accessLine(t, res.Header.Get("X-Request-Id"))
