@@ -168,6 +168,30 @@ routes:
 	}
 }
 
+// TestImportOtoroshi_AppByHost: a reaper route with no app_id and no
+// cleverapps.io target is written as it is; the comment says its app is found by
+// its domains, and reaper check takes it.
+func TestImportOtoroshi_AppByHost(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "route.json")
+	route := `{"id": "blog", "frontend": {"domains": ["blog.example.com"]},
+	  "backend": {"targets": [{"hostname": "blog.example.com", "port": 443, "tls": true}]},
+	  "plugins": [{"plugin": "cp:otoroshi_plugins.com.cloud.apim.otoroshi.extensions.clevercloudreaper.CleverCloudReaper", "config": {"grace_period": 600}}]}`
+	if err := os.WriteFile(file, []byte(route), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := importFile(t, file)
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "#   found at start by their domains among the apps' vhosts: routes blog\n") {
+		t.Errorf("the comment does not say the app is found by the route's domains:\n%s", out)
+	}
+	if strings.Contains(out, "app_id") {
+		t.Errorf("an app_id was invented:\n%s", out)
+	}
+	checkImported(t, out)
+}
+
 func TestImportOtoroshi_Errors(t *testing.T) {
 	const shapes = `expected a route, a list of routes, an Otoroshi export with "routes", or kind/spec resources`
 	for _, tc := range []struct{ name, in, want string }{
