@@ -83,7 +83,7 @@ func (c *Client) FindApp(ctx context.Context, domains []string) (string, error) 
 		}
 	}
 	if len(hosts) == 0 {
-		return "", fmt.Errorf("clevercloud: find the app by host: no exact domain to look up among the apps' vhosts: %w", paas.ErrNotFound)
+		return "", lookupError{"clevercloud: find the app by host: no exact domain to look up among the apps' vhosts", paas.ErrNotFound}
 	}
 	byHost, err := c.vhosts.lookup(ctx, hosts, c.listVHosts)
 	if err != nil {
@@ -99,7 +99,7 @@ func pickApp(hosts []string, byHost map[string][]vhostApp) (string, error) {
 	for _, h := range hosts {
 		apps := byHost[h]
 		if len(apps) > 1 {
-			return "", fmt.Errorf("clevercloud: %s is a vhost of %s and %s: set app_id: %w", h, apps[0], apps[1], ErrAmbiguousHost)
+			return "", lookupError{fmt.Sprintf("clevercloud: %s is a vhost of %s and %s: set app_id", h, apps[0], apps[1]), ErrAmbiguousHost}
 		}
 		if len(apps) == 1 && !slices.Contains(found, apps[0]) {
 			found, foundBy = append(found, apps[0]), append(foundBy, h)
@@ -107,13 +107,23 @@ func pickApp(hosts []string, byHost map[string][]vhostApp) (string, error) {
 	}
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("clevercloud: %s: not a vhost of any app the credential sees: %w", strings.Join(hosts, ", "), paas.ErrNotFound)
+		return "", lookupError{fmt.Sprintf("clevercloud: %s: not a vhost of any app the credential sees", strings.Join(hosts, ", ")), paas.ErrNotFound}
 	case 1:
 		return found[0].id, nil
 	}
-	return "", fmt.Errorf("clevercloud: %s is a vhost of %s, %s of %s: a route serves one app: split it, or set app_id: %w",
-		foundBy[0], found[0], foundBy[1], found[1], ErrAmbiguousHost)
+	return "", lookupError{fmt.Sprintf("clevercloud: %s is a vhost of %s, %s of %s: a route serves one app: split it, or set app_id",
+		foundBy[0], found[0], foundBy[1], found[1]), ErrAmbiguousHost}
 }
+
+// lookupError is an answer of FindApp: its message says it all, and it wraps
+// the sentinel that classifies it (without repeating its words).
+type lookupError struct {
+	msg  string
+	kind error
+}
+
+func (e lookupError) Error() string { return e.msg }
+func (e lookupError) Unwrap() error { return e.kind }
 
 func (a vhostApp) String() string {
 	if a.name == "" || a.name == a.id {

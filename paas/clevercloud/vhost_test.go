@@ -116,6 +116,9 @@ func TestClient_FindApp(t *testing.T) {
 			t.Errorf("FindApp(%v): %v, want %v", tc.domains, err, tc.sentinel)
 			continue
 		}
+		if n := strings.Count(err.Error(), "clevercloud:"); n != 1 {
+			t.Errorf("FindApp(%v): %q says clevercloud: %d times, want once (the sentinel's words are not repeated)", tc.domains, err, n)
+		}
 		for _, s := range tc.says {
 			if !strings.Contains(err.Error(), s) {
 				t.Errorf("FindApp(%v): %q does not say %q", tc.domains, err, s)
