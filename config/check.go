@@ -45,7 +45,7 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 func (c *Config) checkWebhookApps(managed map[string]bool, errs *conf.Errors) {
 	for i, h := range c.Events.Webhooks {
 		for j, app := range h.Apps {
-			if app != "" && !managed[app] {
+			if app != "" && !managed[app] && !(managed[foundAtStart] && strings.HasPrefix(app, "app_")) {
 				errs.Add(conf.Index(conf.Key(conf.Index("events.webhooks", i), "apps"), j),
 					"%s is not the app_id of any route's reaper plugin", strconv.Quote(app))
 			}
@@ -187,10 +187,14 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]
 			managed[rc.AppID] = true
 			switch {
 			case c.PaaS.Driver == DriverCleverCloud && rc.AppID == "":
-				if id, ok := guessAppID(r.Backend.Targets); ok {
+				switch id, ok := guessAppID(r.Backend.Targets); {
+				case ok:
 					managed[id] = true
-				} else {
-					errs.Add(conf.Key(path, "app_id"), "is required (no backend target is an app-<uuid>.cleverapps.io domain to guess it from)")
+				case hasExactDomain(r.Frontend.Domains):
+					// Found at start among the apps' vhosts: its id is not known here.
+					managed[foundAtStart] = true
+				default:
+					errs.Add(conf.Key(path, "app_id"), "is required (no backend target is an app-<uuid>.cleverapps.io domain to guess it from, and no frontend domain is an exact host to look up among the apps' vhosts)")
 				}
 			case rc.AppID == "":
 				errs.Add(conf.Key(path, "app_id"), "is required")
@@ -202,6 +206,21 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]
 		}
 	}
 	return managed
+}
+
+// foundAtStart stands in the managed apps for the apps that routes find at
+// start by their domains: any Clever Cloud app id may then be one of them.
+const foundAtStart = "\x00found at start"
+
+// hasExactDomain reports whether a route has a domain that is not a wildcard,
+// which the Clever Cloud driver can look up among the apps' vhosts.
+func hasExactDomain(domains []string) bool {
+	for _, d := range domains {
+		if !strings.HasPrefix(d, "*") && strings.TrimSpace(d) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // guessAppID finds a Clever Cloud app id in a route's backend targets.

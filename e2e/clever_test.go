@@ -31,6 +31,9 @@ type ccApp struct {
 	// The reaper plugin's keys; empty takes 60s, 20s and 0.2 (seconds).
 	grace, failTimeout, readyDelay string
 	plugin                         string // extra plugin keys, as YAML flow items
+	// byVHost: the app has <name>.test among its vhosts, and the route names no
+	// app: reaper finds it by the route's domain.
+	byVHost bool
 }
 
 // ccEnv is a fake Clever Cloud and a reaper driving it.
@@ -83,7 +86,11 @@ func startFake(t *testing.T, opts fakeclever.Options, apps ...ccApp) *ccEnv {
 		if state == "" {
 			state = fakeclever.StateShouldBeUp
 		}
-		added := f.AddApp(fakeclever.App{Name: a.name, State: state, EdgeAddr: "127.0.0.1:0"})
+		app := fakeclever.App{Name: a.name, State: state, EdgeAddr: "127.0.0.1:0"}
+		if a.byVHost {
+			app.VHosts = []string{a.name + ".test"}
+		}
+		added := f.AddApp(app)
 		e.ids[a.name] = added.ID
 	}
 	return e
@@ -124,9 +131,13 @@ routes:
 		if a.plugin != "" {
 			extra = ", " + a.plugin
 		}
+		app := fmt.Sprintf("app_id: %s, owner_id: %s, ", e.ids[a.name], fakeclever.DefaultOrganisation)
+		if a.byVHost {
+			app = ""
+		}
 		fmt.Fprintf(&b, "  - id: %s\n    frontend: {domains: [%s.test]}\n    backend: {targets: [%q]}\n"+
-			"    plugins:\n      - plugin: reaper\n        config: {app_id: %s, owner_id: %s, grace_period: %s, fail_timeout: %s, ready_delay: %s%s}\n",
-			a.name, a.name, e.fake.AppEdgeURL(e.ids[a.name]), e.ids[a.name], fakeclever.DefaultOrganisation,
+			"    plugins:\n      - plugin: reaper\n        config: {%sgrace_period: %s, fail_timeout: %s, ready_delay: %s%s}\n",
+			a.name, a.name, e.fake.AppEdgeURL(e.ids[a.name]), app,
 			def(a.grace, "60s"), def(a.failTimeout, "20s"), def(a.readyDelay, "0.2"), extra)
 	}
 	return b.String()
@@ -288,6 +299,25 @@ func TestClever_IdleAppSleepsAfterItsGracePeriod(t *testing.T) {
 	}
 	if st := e.reaperStatus("web"); st != "Down" {
 		t.Errorf("reaper says %s, want Down", st)
+	}
+}
+
+// A route that names no app, whose target is not the app's default domain,
+// serves the app that has the route's domain among its vhosts: reaper finds it
+// at start and wakes it for a request.
+func TestClever_RouteFindsItsAppByVHost(t *testing.T) {
+	e := newClever(t, fastClever(), ccApp{name: "custom", state: fakeclever.StateShouldBeDown, byVHost: true})
+	id := e.ids["custom"]
+	e.p.waitLog(func(l map[string]any) bool {
+		return l["msg"] == "reaper: the route's app was found by its domains" && l["app"] == id
+	}, 10*time.Second)
+	e.waitStatus("custom", "Down", 10*time.Second)
+	code, got, _, body, err := e.getJSON(http.DefaultClient, "custom")
+	if err != nil || code != 200 || got != id {
+		t.Fatalf("a held request for the app found by its vhost: %d %q %s %v", code, got, body, err)
+	}
+	if n := e.fake.Starts(id); n != 1 {
+		t.Errorf("%d starts of %s, want 1", n, id)
 	}
 }
 

@@ -34,6 +34,13 @@ type EngineOptions struct {
 	// GuessAppID finds the app of a route whose reaper plugin does not name it
 	// (Clever Cloud: from an app-<uuid>.cleverapps.io backend); nil guesses nothing.
 	GuessAppID func(route *plugin.RouteConfig) (string, bool)
+	// FindApp finds the app of a route that neither names it nor lets GuessAppID
+	// guess it (Clever Cloud: the app whose vhosts include the route's domains).
+	// It may call the platform: it is given the provisioning's context, bounded
+	// by FindAppTimeout. nil finds nothing.
+	FindApp func(ctx context.Context, route *plugin.RouteConfig) (string, error)
+	// FindAppTimeout bounds one FindApp (default 30 s).
+	FindAppTimeout time.Duration
 	// NotReadyYet recognises an answer the platform's edge gives in place of an app
 	// with no instance (Clever Cloud's 404 with X-CleverCloudUpgrade: true); nil
 	// recognises none.

@@ -2,14 +2,16 @@ package reaper
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/plugin"
 )
 
@@ -58,11 +60,8 @@ func (p *Plugin) Provision(ctx plugin.ProvisionContext) error {
 	if !ok || engine == nil {
 		return errors.New("reaper: no reaper engine is wired into this gateway")
 	}
-	if p.AppID == "" && engine.opts.GuessAppID != nil {
-		p.AppID, _ = engine.opts.GuessAppID(ctx.Route)
-	}
-	if p.AppID == "" {
-		return fmt.Errorf("%s.app_id: is required", ctx.Path)
+	if err := p.findApp(ctx, engine.opts); err != nil {
+		return err
 	}
 	p.engine = engine
 	p.routeID = ctx.Route.ID
@@ -77,6 +76,34 @@ func (p *Plugin) Provision(ctx plugin.ProvisionContext) error {
 	}
 	engine.Register(p.routeID, p.routeName, &p.Config, ctx.DropIdleConnections)
 	p.app = engine.app(p.AppID)
+	return nil
+}
+
+// findApp fills in the app of a route whose plugin does not name it: guessed
+// from the route, else found on the platform (EngineOptions.FindApp).
+func (p *Plugin) findApp(ctx plugin.ProvisionContext, opts EngineOptions) error {
+	if p.AppID == "" && opts.GuessAppID != nil {
+		p.AppID, _ = opts.GuessAppID(ctx.Route)
+	}
+	if p.AppID == "" && opts.FindApp != nil {
+		parent := ctx.Context
+		if parent == nil {
+			parent = context.Background()
+		}
+		fctx, cancel := context.WithTimeout(parent, cmp.Or(opts.FindAppTimeout, 30*time.Second))
+		defer cancel()
+		id, err := opts.FindApp(fctx, ctx.Route)
+		if err != nil {
+			return conf.Error{Path: conf.Key(ctx.Path, "app_id"), Msg: "not set, and the app could not be found by the route's domains: " + err.Error()}
+		}
+		p.AppID = id
+		if ctx.Logger != nil {
+			ctx.Logger.Info("reaper: the route's app was found by its domains", "app", id)
+		}
+	}
+	if p.AppID == "" {
+		return conf.Error{Path: conf.Key(ctx.Path, "app_id"), Msg: "is required"}
+	}
 	return nil
 }
 

@@ -3,16 +3,22 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 )
+
+// maxImportBytes bounds the export read: a full Otoroshi export of a large
+// installation is a few MiB.
+const maxImportBytes = 64 << 20
+
+// shapesUnderstood names the inputs import-otoroshi reads, for its errors.
+const shapesUnderstood = `expected a route, a list of routes, an Otoroshi export with "routes", or kind/spec resources`
 
 func importCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("import-otoroshi", "import-otoroshi FILE", stdout, stderr)
@@ -21,27 +27,44 @@ func importCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(files) != 1 {
-		fmt.Fprintln(stderr, "reaper import-otoroshi: give one file: an Otoroshi route export (JSON, one route or a list)")
+		fmt.Fprintln(stderr, "reaper import-otoroshi: give one file: an Otoroshi export (JSON or YAML: a route, a list of routes, a full export, or kind/spec resources)")
 		return exitCode(2)
 	}
-	data, err := os.ReadFile(files[0])
+	data, err := readBounded(files[0], maxImportBytes)
 	if err != nil {
 		fmt.Fprintln(stderr, "reaper import-otoroshi:", err)
 		return exitCode(1)
 	}
-	out, skipped, err := importOtoroshi(data)
+	out, notes, err := importOtoroshi(data)
 	if err != nil {
 		fmt.Fprintf(stderr, "reaper import-otoroshi: %s: %v\n", files[0], err)
 		return exitCode(1)
 	}
-	for _, s := range skipped {
-		fmt.Fprintln(stderr, "not imported:", s)
+	for _, s := range notes {
+		fmt.Fprintln(stderr, s)
 	}
 	_, err = stdout.Write(out)
 	return err
 }
 
-// otoRoute is the part of an Otoroshi route export that reaper reads.
+// readBounded reads a file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d MiB", path, limit>>20)
+	}
+	return data, nil
+}
+
+// otoRoute is the part of an Otoroshi route that reaper reads.
 type otoRoute struct {
 	ID       string `json:"id"`
 	Name     string `json:"name"`
@@ -76,206 +99,253 @@ type otoPlugin struct {
 	Config  map[string]any `json:"config"`
 }
 
-// importOtoroshi turns an export into reaper's routes YAML. It returns the
-// plugins it could not carry over, one line each.
+// importOtoroshi turns an export into a whole reaper configuration (YAML). It
+// returns notes for the operator, one line each: what was not carried over, and
+// what was changed on the way.
 func importOtoroshi(data []byte) ([]byte, []string, error) {
-	routes, err := parseOtoroshi(data)
+	routes, notes, err := parseOtoroshi(data)
 	if err != nil {
 		return nil, nil, err
 	}
-	var skipped []string
-	out := make([]map[string]any, 0, len(routes))
+	if len(routes) == 0 {
+		return nil, nil, errors.New("no route found")
+	}
+	im := importer{}
+	im.notes = notes
 	for i, r := range routes {
 		if r.ID == "" {
 			return nil, nil, fmt.Errorf("route %d has no id", i)
 		}
-		route, notImported := importRoute(r)
-		skipped = append(skipped, notImported...)
-		out = append(out, route)
+		im.route(r)
 	}
-	yml, err := encodeRoutes(out)
+	out, err := im.encode()
 	if err != nil {
 		return nil, nil, err
 	}
-	return yml, skipped, nil
+	return out, im.notes, nil
 }
 
-// parseOtoroshi reads an export: a list of routes, or one route.
-func parseOtoroshi(data []byte) ([]otoRoute, error) {
+// parseOtoroshi reads the shapes import-otoroshi understands: a route, a list of
+// routes, a full Otoroshi export (its "routes"), or kind/spec resources (one, a
+// list, or YAML documents). JSON is read as JSON; anything else as YAML, with one
+// resource or list per document.
+func parseOtoroshi(data []byte) ([]otoRoute, []string, error) {
 	trimmed := bytes.TrimSpace(data)
-	if bytes.HasPrefix(trimmed, []byte("[")) {
-		var routes []otoRoute
-		if err := json.Unmarshal(trimmed, &routes); err != nil {
-			return nil, fmt.Errorf("not an Otoroshi route list: %w", err)
+	if len(trimmed) == 0 {
+		return nil, nil, errors.New("the file is empty: " + shapesUnderstood)
+	}
+	if trimmed[0] == '{' || trimmed[0] == '[' {
+		var v any
+		if err := json.Unmarshal(trimmed, &v); err != nil {
+			return nil, nil, fmt.Errorf("not valid JSON: %w", err)
 		}
-		return routes, nil
+		return routesOf(v)
+	}
+	var all []otoRoute
+	var notes []string
+	dec := yaml.NewDecoder(bytes.NewReader(trimmed))
+	for doc := 0; ; doc++ {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("neither JSON nor YAML (document %d): %w", doc+1, err)
+		}
+		if v == nil {
+			continue
+		}
+		if m, ok := v.(map[string]any); ok && m["kind"] != nil && m["spec"] != nil {
+			// A stream of resources: one of another kind is passed over, as in a list.
+			if _, note, _ := resource(m); note != "" {
+				notes = append(notes, fmt.Sprintf("not imported: document %d: %s (reaper imports routes only)", doc+1, note))
+				continue
+			}
+		}
+		routes, n, err := routesOf(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("document %d: %w", doc+1, err)
+		}
+		all, notes = append(all, routes...), append(notes, n...)
+	}
+	return all, notes, nil
+}
+
+// routesOf finds the routes in a decoded document, by its shape.
+func routesOf(v any) ([]otoRoute, []string, error) {
+	switch v := v.(type) {
+	case []any:
+		return routeList(v)
+	case map[string]any:
+		return routesOfObject(v)
+	default:
+		return nil, nil, fmt.Errorf("%s: %s", describe(v), shapesUnderstood)
+	}
+}
+
+// routesOfObject reads an object: a kind/spec resource, a full export or one route.
+func routesOfObject(m map[string]any) ([]otoRoute, []string, error) {
+	_, hasKind := m["kind"]
+	_, hasSpec := m["spec"]
+	switch {
+	case hasKind && hasSpec:
+		r, note, err := resource(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		if note != "" {
+			return nil, nil, fmt.Errorf("%s: %s", note, shapesUnderstood)
+		}
+		return []otoRoute{r}, nil, nil
+	case m["routes"] != nil:
+		list, ok := m["routes"].([]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("an export whose \"routes\" is %s, not a list", describe(m["routes"]))
+		}
+		routes, notes, err := routeList(list)
+		if err != nil {
+			return nil, nil, fmt.Errorf("routes%w", err)
+		}
+		return routes, append(notes, exportLeftOut(m)...), nil
+	case isRoute(m):
+		r, err := decodeRoute(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []otoRoute{r}, nil, nil
+	}
+	return nil, nil, fmt.Errorf("%s: %s", describe(m), shapesUnderstood)
+}
+
+// routeList reads a list whose items are routes or kind/spec resources; its
+// errors begin with the item's index ("[2]: …").
+func routeList(list []any) ([]otoRoute, []string, error) {
+	var routes []otoRoute
+	var notes []string
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("[%d]: %s: %s", i, describe(item), shapesUnderstood)
+		}
+		_, hasKind := m["kind"]
+		_, hasSpec := m["spec"]
+		if hasKind && hasSpec {
+			r, note, err := resource(m)
+			switch {
+			case err != nil:
+				return nil, nil, fmt.Errorf("[%d]: %w", i, err)
+			case note != "":
+				notes = append(notes, fmt.Sprintf("not imported: [%d]: %s (reaper imports routes only)", i, note))
+			default:
+				routes = append(routes, r)
+			}
+			continue
+		}
+		if !isRoute(m) {
+			return nil, nil, fmt.Errorf("[%d]: %s: expected a route or a kind/spec resource", i, describe(m))
+		}
+		r, err := decodeRoute(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		routes = append(routes, r)
+	}
+	return routes, notes, nil
+}
+
+// resource reads a kind/spec resource. A resource of another kind than Route
+// comes back as a note naming it, with no route.
+func resource(m map[string]any) (otoRoute, string, error) {
+	kind, _ := m["kind"].(string)
+	name := ""
+	if md, ok := m["metadata"].(map[string]any); ok {
+		name, _ = md["name"].(string)
+	}
+	if !strings.EqualFold(kind, "Route") {
+		return otoRoute{}, fmt.Sprintf("a resource of kind %q (%s)", kind, cmpOr(name, "no name")), nil
+	}
+	spec, ok := m["spec"].(map[string]any)
+	if !ok {
+		return otoRoute{}, "", fmt.Errorf("a Route resource whose spec is %s, not an object", describe(m["spec"]))
+	}
+	r, err := decodeRoute(spec)
+	if err != nil {
+		return otoRoute{}, "", err
+	}
+	if r.ID == "" {
+		r.ID = name // the resource's name stands for a spec without id
+	}
+	return r, "", nil
+}
+
+// isRoute reports whether an object looks like a route: it has a frontend or a
+// backend (an id alone could be any entity).
+func isRoute(m map[string]any) bool {
+	_, fe := m["frontend"]
+	_, be := m["backend"]
+	return fe || be
+}
+
+// decodeRoute reads one route out of its decoded form.
+func decodeRoute(m map[string]any) (otoRoute, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return otoRoute{}, err
 	}
 	var r otoRoute
-	if err := json.Unmarshal(trimmed, &r); err != nil {
-		return nil, fmt.Errorf("not an Otoroshi route: %w", err)
+	if err := json.Unmarshal(raw, &r); err != nil {
+		id, _ := m["id"].(string)
+		return otoRoute{}, fmt.Errorf("route %s is not an Otoroshi route: %w", cmpOr(id, "without id"), err)
 	}
-	return []otoRoute{r}, nil
+	return r, nil
 }
 
-// importRoute turns one Otoroshi route into a reaper route, leaving out what
-// says the default (a name equal to the id, enabled: true). It returns the
-// plugins it could not carry over, one line each.
-func importRoute(r otoRoute) (map[string]any, []string) {
-	route := map[string]any{"id": r.ID}
-	if r.Name != "" && r.Name != r.ID {
-		route["name"] = r.Name
-	}
-	if r.Enabled != nil && !*r.Enabled {
-		route["enabled"] = false
-	}
-	route["frontend"] = importFrontend(r)
-	route["backend"] = importBackend(r)
-	plugins, skipped := importPlugins(r)
-	if len(plugins) > 0 {
-		route["plugins"] = plugins
-	}
-	return route, skipped
-}
-
-// importFrontend carries the route's frontend over; strip_path only when it is
-// off, reaper's default being on.
-func importFrontend(r otoRoute) map[string]any {
-	fe := map[string]any{"domains": r.Frontend.Domains}
-	if r.Frontend.StripPath != nil && !*r.Frontend.StripPath {
-		fe["strip_path"] = false
-	}
-	if len(r.Frontend.Methods) > 0 {
-		fe["methods"] = r.Frontend.Methods
-	}
-	if len(r.Frontend.Headers) > 0 {
-		fe["headers"] = r.Frontend.Headers
-	}
-	return fe
-}
-
-// importBackend carries the route's backend over: each target as a URL, or as
-// a URL and a weight when it weighs more than one; the root unless it is "/".
-func importBackend(r otoRoute) map[string]any {
-	var targets []any
-	for _, t := range r.Backend.Targets {
-		if t.Weight > 1 {
-			targets = append(targets, map[string]any{"url": t.url(), "weight": t.Weight})
-		} else {
-			targets = append(targets, t.url())
+// exportLeftOut says what of a full export is not imported: its legacy service
+// descriptors, which are routes too.
+func exportLeftOut(m map[string]any) []string {
+	if sd, ok := m["serviceDescriptors"].([]any); ok && len(sd) > 0 {
+		noun := "service descriptors"
+		if len(sd) == 1 {
+			noun = "service descriptor"
 		}
+		return []string{fmt.Sprintf("not imported: %d %s (legacy services: convert them to routes in Otoroshi, then export again)", len(sd), noun)}
 	}
-	be := map[string]any{"targets": targets}
-	if r.Backend.Root != "" && r.Backend.Root != "/" {
-		be["root"] = r.Backend.Root
-	}
-	return be
+	return nil
 }
 
-// url is the target's URL, without its port when it is the scheme's default.
-func (t otoTarget) url() string {
-	scheme := "http"
-	if t.TLS {
-		scheme = "https"
+// describe names what was found where something else was expected.
+func describe(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		if len(v) == 0 {
+			return "an empty object"
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if len(keys) > 12 {
+			keys = append(keys[:12], "…")
+		}
+		return "an object with keys " + strings.Join(keys, ", ")
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	default:
+		return "a number"
 	}
-	u := scheme + "://" + t.Hostname
-	if t.Port != 0 && !(t.TLS && t.Port == 443) && !(!t.TLS && t.Port == 80) {
-		u += ":" + strconv.Itoa(t.Port)
-	}
-	return u
 }
 
-// importPlugins carries the route's reaper plugins over (any plugin whose name
-// says reaper), with their config translated by reaperConfig. It returns the
-// other plugins, which reaper has no equivalent of, one line each.
-func importPlugins(r otoRoute) ([]any, []string) {
-	var plugins []any
-	var skipped []string
-	for _, p := range r.Plugins {
-		if !strings.Contains(strings.ToLower(p.Plugin), "reaper") {
-			skipped = append(skipped, fmt.Sprintf("route %s: plugin %s (reaper has no equivalent; add what you need by hand)", r.ID, p.Plugin))
-			continue
-		}
-		entry := map[string]any{"plugin": "reaper", "config": reaperConfig(p.Config)}
-		if p.Enabled != nil && !*p.Enabled {
-			entry["enabled"] = false
-		}
-		if len(p.Include) > 0 {
-			entry["include"] = p.Include
-		}
-		if len(p.Exclude) > 0 {
-			entry["exclude"] = p.Exclude
-		}
-		plugins = append(plugins, entry)
+func cmpOr(s, fallback string) string {
+	if s == "" {
+		return fallback
 	}
-	return plugins, skipped
-}
-
-// encodeRoutes writes the routes as reaper's routes YAML, under a comment that
-// says where they come from.
-func encodeRoutes(routes []map[string]any) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteString("# Imported from an Otoroshi route export. Check it with: reaper check --config FILE\n")
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(map[string]any{"routes": routes}); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// reaperKeys maps the reference plugin's keys (snake or camel case) to reaper's.
-var reaperKeys = map[string]string{
-	"app_id": "app_id", "appId": "app_id",
-	"owner_id": "owner_id", "ownerId": "owner_id",
-	"grace_period": "grace_period", "gracePeriod": "grace_period",
-	"fail_timeout": "fail_timeout", "failTimeout": "fail_timeout",
-	"allow_waiting_page": "allow_waiting_page", "allowWaitingPage": "allow_waiting_page",
-	"api_behavior": "api_behavior", "apiBehavior": "api_behavior",
-	"ready_delay": "ready_delay", "readyDelay": "ready_delay",
-	"must_be_up_at": "must_be_up_at", "mustBeUpAt": "must_be_up_at",
-	"timezone":           "timezone",
-	"monitoring_filters": "monitoring_filters", "monitoringFilters": "monitoring_filters",
-	"waiting_page": "waiting_page", "waitingPage": "waiting_page",
-}
-
-var durationKeys = map[string]bool{"grace_period": true, "fail_timeout": true, "ready_delay": true}
-
-// reaperConfig carries the reference plugin's config over: same keys, durations
-// from seconds to reaper's syntax, unknown keys kept so that `reaper check` names
-// them.
-func reaperConfig(in map[string]any) map[string]any {
-	out := map[string]any{}
-	keys := make([]string, 0, len(in))
-	for k := range in {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := in[k]
-		name, ok := reaperKeys[k]
-		if !ok {
-			name = k
-		}
-		if f, isNum := v.(float64); isNum && durationKeys[name] {
-			v = formatSeconds(f)
-		}
-		if v == nil || v == "" {
-			continue
-		}
-		out[name] = v
-	}
-	return out
-}
-
-// formatSeconds writes a number of seconds the short way: 3600 → 1h, 90 → 1m30s.
-func formatSeconds(s float64) string {
-	d := time.Duration(s * float64(time.Second))
-	str := d.String()
-	if strings.HasSuffix(str, "m0s") {
-		str = strings.TrimSuffix(str, "0s")
-	}
-	if strings.HasSuffix(str, "h0m") {
-		str = strings.TrimSuffix(str, "0m")
-	}
-	return str
+	return s
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/docker"
 	"github.com/reapergw/reaper/paas/process"
+	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/reaper"
 	"github.com/reapergw/reaper/reaper/valkeystore"
 	"github.com/reapergw/reaper/webhook"
@@ -177,6 +178,13 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		opts.ReadyDelay = 0 // readiness is probed: up means answering
 	case config.DriverCleverCloud:
 		opts.NotReadyYet = clevercloud.IsNotReadyYet
+		if cc, ok := p.driver.(*clevercloud.Client); ok {
+			// A route that names no app and has no app-<uuid>.cleverapps.io
+			// target serves the app whose vhosts include its domains.
+			opts.FindApp = func(ctx context.Context, r *plugin.RouteConfig) (string, error) {
+				return cc.FindApp(ctx, r.Frontend.Domains)
+			}
+		}
 	}
 	p.engine = reaper.NewEngine(opts)
 	p.runners = append(p.runners, p.engine.Run)

@@ -71,6 +71,10 @@ type Options struct {
 	// OwnerRefresh is the least time between two /v2/summary reads made to find
 	// the owner of an app that is not in the cache (default 30 s).
 	OwnerRefresh time.Duration
+	// VHostMaxAge is how long the apps' vhosts, once listed, answer FindApp
+	// (default DefaultVHostMaxAge); VHostRefresh the least time between two
+	// listings made because a host is missing (default DefaultVHostRefresh).
+	VHostMaxAge, VHostRefresh time.Duration
 }
 
 // Client is the Clever Cloud driver. It is safe for concurrent use; its HTTP
@@ -90,6 +94,7 @@ type Client struct {
 
 	owners ownerCache
 	costs  costCache
+	vhosts vhostIndex
 
 	mu           sync.Mutex
 	shutdownable map[string]bool // app id → deployment.shutdownable, as last read
@@ -144,6 +149,8 @@ func New(cfg Config, opts Options) (*Client, error) {
 	}
 	c.gate = &gate{base: def(opts.RateLimitBase, time.Second), max: def(opts.RateLimitMax, cfg.rateLimitMax())}
 	c.owners.refresh = def(opts.OwnerRefresh, 30*time.Second)
+	c.vhosts.maxAge = def(opts.VHostMaxAge, DefaultVHostMaxAge)
+	c.vhosts.refresh = min(def(opts.VHostRefresh, DefaultVHostRefresh), c.vhosts.maxAge)
 	c.rc = resty.NewWithClient(hc).
 		SetLogger(restyLogger{log: log, redact: c.redact}).
 		SetDisableWarn(true).
