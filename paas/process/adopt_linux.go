@@ -193,6 +193,9 @@ func (d *Driver) watchAdopted(a *app, ready bool) bool {
 	return true
 }
 
+// whyReused is openPid's why for a pid that another process took.
+const whyReused = "its pid now belongs to another process (the start time differs)"
+
 // openPid opens a pidfd on the process of rec if it is the one reaper started: alive,
 // with the recorded start time and group. The pidfd is opened first and the process
 // checked after, so that the pidfd cannot belong to a process that took the pid in
@@ -211,7 +214,7 @@ func openPid(rec pidRecord) (pidf *os.File, why string, ours bool) {
 	case !st.alive():
 		why = "the process has exited"
 	case st.startTicks != rec.StartTicks:
-		why = "its pid now belongs to another process (the start time differs)"
+		why = whyReused
 	case st.pgrp != rec.PGID:
 		why, ours = "the process left its process group, so it cannot be stopped as a whole", true
 	default:
