@@ -58,21 +58,7 @@ func TestStopApps_StopsTheDriversAppsAndNothingElse(t *testing.T) {
 	if err := os.Remove(pidPath(d.pidDir, "lost")); err != nil {
 		t.Fatal(err)
 	}
-	// A pid file of a process that exited, and one whose pid another program took.
-	done := exec.Command("true")
-	if err := done.Run(); err != nil {
-		t.Fatal(err)
-	}
-	cmdline := []string{"x"}
-	self, _ := readStat(os.Getpid())
-	for id, rec := range map[string]pidRecord{
-		"exited": {PID: done.Process.Pid, PGID: done.Process.Pid, StartTicks: 1, Command: cmdline},
-		"reused": {PID: os.Getpid(), PGID: self.pgrp, StartTicks: self.startTicks + 1, Command: cmdline},
-	} {
-		if err := writePidFile(d.pidDir, id, rec); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeStalePidFiles(t, d.pidDir)
 	// Programs that are not reaper's apps for this data directory: a stranger, and
 	// a lookalike marked for another data directory.
 	stranger, _ := sleeper(t)
@@ -119,6 +105,26 @@ func TestStopApps_StopsTheDriversAppsAndNothingElse(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(d.pidDir, "*"+pidSuffix)); len(left) != 0 {
 		t.Errorf("pid files left: %v", left)
+	}
+}
+
+// writeStalePidFiles writes the pid file of a process that exited (exited), and one
+// whose pid another program took (reused).
+func writeStalePidFiles(t *testing.T, pidDir string) {
+	t.Helper()
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	cmdline := []string{"x"}
+	self, _ := readStat(os.Getpid())
+	for id, rec := range map[string]pidRecord{
+		"exited": {PID: done.Process.Pid, PGID: done.Process.Pid, StartTicks: 1, Command: cmdline},
+		"reused": {PID: os.Getpid(), PGID: self.pgrp, StartTicks: self.startTicks + 1, Command: cmdline},
+	} {
+		if err := writePidFile(pidDir, id, rec); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
