@@ -126,8 +126,10 @@ func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, erro
 // for the stop to finish, then starts it again. A command that cannot be executed
 // (missing program, bad directory, log file that cannot be opened), or an app whose
 // readiness probe passes before it runs (another program holds its port), gives an
-// error wrapping paas.ErrStartFailed, and the app is observed down with a FAIL
-// deployment. Start blocks for at most one readiness probe and the spawn.
+// error wrapping paas.ErrStartFailed that names the port and, when /proc tells, the
+// pid that holds it, and the app is observed down with a FAIL deployment; unless the
+// program on the port is proven to be the app itself, started earlier by a driver on
+// this data directory (MarkerEnv): it is then adopted, ready. Start blocks for at most one readiness probe and the spawn.
 // An app that is not configured gives paas.ErrNotFound; a closed driver ErrClosed.
 func (d *Driver) Start(ctx context.Context, pa paas.App) error {
 	a, err := d.lookup(pa)
