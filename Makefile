@@ -1,11 +1,11 @@
-# reaper — see README.md. Targets: run, test, build, generate, lint, bench, faults, run-clever, cluster, run-docker, cluster-docker.
+# reaper — see README.md. Targets: run, stop, test, build, generate, lint, bench, faults, clean, run-clever, cluster, run-docker, cluster-docker.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 export GORACE ?= atexit_sleep_ms=0
 
-.PHONY: run test build generate lint bench faults clean
+.PHONY: run stop test build generate lint bench faults clean
 
 build:
 	@mkdir -p bin
@@ -23,7 +23,7 @@ run: build
 	@echo "  health:   curl http://127.0.0.1:9090/healthz"
 	@if [ -n "$$REAPER_ADMIN_TOKEN" ]; then t='your $$REAPER_ADMIN_TOKEN'; else t=demo-admin-token; fi; \
 	  echo "  dashboard: http://127.0.0.1:9090/   (sign in with $$t)"
-	@echo "  The apps sleep after 30 s without traffic; watch this log. Ctrl-C stops reaper (the apps keep running: see README)."
+	@echo "  The apps sleep after 30 s without traffic; watch this log. Ctrl-C stops reaper (the apps keep running: make stop stops them)."
 	@echo
 	./bin/reaper serve --config examples/demo.yaml
 
@@ -46,7 +46,14 @@ bench: build
 faults: build
 	$(GO) run ./faults $(FAULTS_FLAGS)
 
-clean:
+# stop: stop the demo's apps that reaper left running (they outlive it on purpose),
+# and only those (reaper stop-apps; refused while the demo's reaper runs).
+stop: build
+	./bin/reaper stop-apps --config examples/demo.yaml
+
+# clean: stop the demo's apps first: deleting their pid files under them would
+# leave them holding their ports.
+clean: stop
 	rm -rf bin data
 
 .PHONY: run-clever

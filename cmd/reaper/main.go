@@ -3,6 +3,7 @@
 //
 //	reaper serve --config FILE    run the gateway
 //	reaper check --config FILE    check a configuration file and exit
+//	reaper stop-apps --config FILE  stop the local apps the process driver started
 //	reaper apps, app, wake, …     operate the apps through a node's admin API
 //	reaper version                print the version
 package main
@@ -49,6 +50,7 @@ Usage:
   reaper check --config FILE
   reaper cluster status|join|remove --config FILE [options]
   reaper import-otoroshi FILE
+  reaper stop-apps --config FILE [--force]   stop the local apps reaper started
   reaper version
 
 Operating the apps, through a node's admin API:
@@ -100,6 +102,8 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		return clusterCmd(ctx, args[1:], env, stdout, stderr)
 	case "import-otoroshi":
 		return importCmd(args[1:], stdout, stderr)
+	case "stop-apps":
+		return stopAppsCmd(ctx, args[1:], env, stdout, stderr)
 	case "version", "--version":
 		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

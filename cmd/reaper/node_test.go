@@ -65,9 +65,11 @@ const testToken = "cli-test-t0ken-5ecret"
 // testNode is a running node with two demo apps, hello (priced 3.60 EUR an
 // hour) and api, both asleep until asked.
 type testNode struct {
-	admin  string // http://host:port of its admin API
-	config string // its configuration file
-	logs   *logtest.Buffer
+	admin    string // http://host:port of its admin API
+	config   string // its configuration file
+	dataDir  string
+	logs     *logtest.Buffer
+	shutdown func() // stops the node (not its apps); idempotent
 }
 
 // startTestNode starts a node for the test and stops it, with its apps, at the
@@ -109,14 +111,15 @@ paas:
 	if err != nil {
 		t.Fatal(err)
 	}
+	shutdown := sync.OnceFunc(n.shutdown)
 	t.Cleanup(func() {
-		n.shutdown()
+		shutdown()
 		killApps(filepath.Join(dir, "data"))
 		if t.Failed() {
 			t.Logf("the node's log:\n%s", logs.String())
 		}
 	})
-	return &testNode{admin: "http://" + admin, config: path, logs: logs}
+	return &testNode{admin: "http://" + admin, config: path, dataDir: filepath.Join(dir, "data"), logs: logs, shutdown: shutdown}
 }
 
 // killApps ends the apps the process driver left running (apps outlive reaper

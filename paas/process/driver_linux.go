@@ -27,6 +27,8 @@ var (
 type Driver struct {
 	log    *slog.Logger
 	pidDir string
+	key    string   // dataDirKey of the data directory, in the apps' markers
+	lock   *os.File // the shared lock that tells StopApps a driver runs (lock_linux.go)
 	probe  *probe.Prober
 	apps   map[string]*app // fixed by New
 
@@ -55,9 +57,11 @@ type app struct {
 // New returns a driver for opts.Apps. It starts no app, but adopts the apps a previous
 // reaper left running (see the package doc): their readiness is probed once, so that
 // Observe answers right away, and their exit is watched. Pid files that do not match a
-// live process are removed; nothing is ever signalled by New. It fails when the
-// configuration is invalid (a conf.List of every problem), when DataDir cannot be
-// used, or with ErrUnsupported.
+// live process are removed; an app whose pid file is gone is adopted when its
+// process is proven to be the one a driver started for this data directory and app
+// (MarkerEnv). Nothing is ever signalled by New. It fails when the configuration is
+// invalid (a conf.List of every problem), when DataDir cannot be used, with
+// ErrStopping while StopApps runs on DataDir, or with ErrUnsupported.
 func New(opts Options) (*Driver, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("process: Options.DataDir is required")
@@ -74,6 +78,10 @@ func New(opts Options) (*Driver, error) {
 	if err := os.MkdirAll(pidDir, 0o700); err != nil {
 		return nil, fmt.Errorf("process: data directory: %w", err)
 	}
+	lock, err := lockShared(pidDir)
+	if err != nil {
+		return nil, err
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -81,6 +89,8 @@ func New(opts Options) (*Driver, error) {
 	d := &Driver{
 		log:    logger,
 		pidDir: pidDir,
+		key:    dataDirKey(opts.DataDir),
+		lock:   lock,
 		probe:  probe.New(),
 		apps:   make(map[string]*app, len(opts.Apps)),
 	}
@@ -116,8 +126,10 @@ func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, erro
 // for the stop to finish, then starts it again. A command that cannot be executed
 // (missing program, bad directory, log file that cannot be opened), or an app whose
 // readiness probe passes before it runs (another program holds its port), gives an
-// error wrapping paas.ErrStartFailed, and the app is observed down with a FAIL
-// deployment. Start blocks for at most one readiness probe and the spawn.
+// error wrapping paas.ErrStartFailed that names the port and, when /proc tells, the
+// pid that holds it, and the app is observed down with a FAIL deployment; unless the
+// program on the port is proven to be the app itself, started earlier by a driver on
+// this data directory (MarkerEnv): it is then adopted, ready. Start blocks for at most one readiness probe and the spawn.
 // An app that is not configured gives paas.ErrNotFound; a closed driver ErrClosed.
 func (d *Driver) Start(ctx context.Context, pa paas.App) error {
 	a, err := d.lookup(pa)
@@ -160,20 +172,31 @@ func (d *Driver) Start(ctx context.Context, pa paas.App) error {
 func (d *Driver) startNew(ctx context.Context, a *app) (again bool, err error) {
 	// If the app's readiness probe passes before the app runs, another program holds
 	// its port: the probe would call the app ready at once, and the app would then
-	// fail to listen. Probed outside the lock, so that Observe never waits on the
-	// network.
+	// fail to listen. Unless that program is proven to be the app, started earlier
+	// by a driver on this data directory, whose pid file is gone: it is adopted.
+	// Probed and looked up outside the lock, so that Observe never waits on I/O.
 	taken := d.probe.Ready(ctx, a.spec.readyTCP, a.spec.readyHTTP)
+	var earlier *adoptable
+	var who string
+	if taken {
+		earlier, who = d.proveHolder(a)
+	}
 	if err := ctx.Err(); err != nil {
+		earlier.close()
 		return false, fmt.Errorf("process: start %s: %w", a.spec.id, err)
 	}
 	a.mu.Lock()
 	if a.proc != nil {
 		a.mu.Unlock()
+		earlier.close()
 		return true, nil
 	}
-	if taken {
-		err = d.failStart(a, time.Now(), a.spec.readyTarget()+" already answers before the app is started: another program holds its port")
-	} else {
+	switch {
+	case earlier != nil:
+		err = d.adoptHolder(a, earlier)
+	case taken:
+		err = d.failStart(a, time.Now(), a.spec.readyTarget()+" already answers before the app is started: another program holds its port"+who)
+	default:
 		err = d.spawn(a)
 	}
 	a.mu.Unlock()
@@ -249,6 +272,7 @@ func (d *Driver) Close() error {
 	}
 	d.wg.Wait()
 	d.probe.Close()
+	_ = d.lock.Close()
 	return nil
 }
 

@@ -46,3 +46,6 @@ func (d *Driver) Close() error { return nil }
 func (d *Driver) Cost(context.Context, paas.App) (paas.Cost, error) {
 	return paas.Cost{}, ErrUnsupported
 }
+
+// StopApps returns ErrUnsupported.
+func StopApps(context.Context, StopOptions) (StopReport, error) { return StopReport{}, ErrUnsupported }

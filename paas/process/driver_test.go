@@ -5,6 +5,7 @@ package process
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -174,14 +175,16 @@ func TestDriver_PortAlreadyTakenFailsTheStart(t *testing.T) {
 	cfg := demo(t, "taken", addr)
 	d, _ := newDriver(t, "", cfg)
 	err = d.Start(context.Background(), paas.App{ID: "taken"})
-	reason := addr + " already answers before the app is started: another program holds its port"
-	if !errors.Is(err, paas.ErrStartFailed) || !strings.HasSuffix(err.Error(), reason) {
+	// The cause names the port and the program that holds it: this test.
+	reason := fmt.Sprintf("%s already answers before the app is started: another program holds its port (port %d: pid %d, ",
+		addr, ln.Addr().(*net.TCPAddr).Port, os.Getpid())
+	if !errors.Is(err, paas.ErrStartFailed) || !strings.Contains(err.Error(), reason) {
 		t.Fatalf("Start: %v, want paas.ErrStartFailed: %s", err, reason)
 	}
 	obs := observe(t, d, "taken")
 	expectDeployment(t, obs, paas.StateShouldBeDown, paas.DeploymentFail, "DEPLOY")
-	if obs.Deployment.Cause != reason {
-		t.Errorf("cause = %q", obs.Deployment.Cause)
+	if c := obs.Deployment.Cause; !strings.HasPrefix(c, reason) || !strings.Contains(c, "; not the app reaper started: ") {
+		t.Errorf("cause = %q, want %s…; not the app reaper started: …", c, reason)
 	}
 	if n := countProcs(t, markerOf(cfg)); n != 0 {
 		t.Errorf("%d processes of the app started, want none", n)
@@ -202,8 +205,9 @@ func TestDriver_EnvironmentIsMinimal(t *testing.T) {
 		{"default", nil, map[string]string{"GREETING": "hi", "TZ": "Europe/Paris"},
 			append(inherited("TZ"), "GREETING=hi", "TZ=Europe/Paris"),
 			[]string{"REAPER_ADMIN_TOKEN", "TZ=UTC"}},
-		{"nothing inherited", []string{}, map[string]string{"A": "1"},
-			[]string{"A=1"}, []string{"REAPER_ADMIN_TOKEN", "PATH", "LANG"}},
+		// The marker (MarkerEnv) wins over the app's env: it is reaper's proof.
+		{"nothing inherited", []string{}, map[string]string{"A": "1", MarkerEnv: "forged"},
+			[]string{"A=1"}, []string{"REAPER_ADMIN_TOKEN", "PATH", "LANG", MarkerEnv + "=forged"}},
 		{"named", []string{"REAPER_ADMIN_TOKEN"}, nil,
 			[]string{"REAPER_ADMIN_TOKEN=x"}, []string{"PATH", "LANG"}},
 	}
@@ -216,12 +220,13 @@ func TestDriver_EnvironmentIsMinimal(t *testing.T) {
 			r := watch(t, d)
 			start(t, d, "env")
 			r.untilState(t, "env", paas.StateShouldBeDown)
+			want := append(slices.Clone(tc.want), MarkerEnv+"="+d.key+"/env")
 			b, err := os.ReadFile(logFile)
 			if err != nil {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			for _, w := range tc.want {
+			for _, w := range want {
 				if !containsLine(lines, w) {
 					t.Errorf("the app's environment lacks %s:\n%s", w, b)
 				}
@@ -233,8 +238,8 @@ func TestDriver_EnvironmentIsMinimal(t *testing.T) {
 					}
 				}
 			}
-			if len(lines) != len(tc.want) {
-				t.Errorf("the app's environment has %d variables, want %d:\n%s", len(lines), len(tc.want), b)
+			if len(lines) != len(want) {
+				t.Errorf("the app's environment has %d variables, want %d:\n%s", len(lines), len(want), b)
 			}
 		})
 	}

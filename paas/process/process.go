@@ -17,6 +17,8 @@
 // stop timeout) reach as a whole. Apps outlive reaper: a pid file under
 // <data_dir>/process records each running app, and the next driver adopts it after
 // checking the process's start time, so a restart of reaper costs awake apps nothing.
+// An app whose pid file was lost is adopted if its REAPER_APP marker proves it is the
+// app (MarkerEnv). StopApps stops the apps a driver left running, and only those.
 // Readiness is probed while an app starts, every 2 ms in its first second, then less
 // and less often up to every ready.interval (package probe), and pushed to watchers
 // (paas.Watcher) the moment it passes; exits are learnt from pidfds, never by polling.

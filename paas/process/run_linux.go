@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -78,7 +79,9 @@ func (d *Driver) spawn(a *app) error {
 	}
 	cmd := exec.Command(s.command[0], s.command[1:]...)
 	cmd.Dir = s.dir
-	cmd.Env = s.env
+	// The marker proves, should the pid file be lost, that the process is this app
+	// started by a driver on this data directory (MarkerEnv); it wins over the env.
+	cmd.Env = append(slices.Clip(s.env), MarkerEnv+"="+markerValue(d.key, s.id))
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	// A group of its own, so that stop signals reach everything the app started.
@@ -107,12 +110,7 @@ func (d *Driver) spawn(a *app) error {
 	// is readable even if it already exited.
 	if st, err := readStat(pid); err == nil {
 		p.startTicks = st.startTicks
-		err = writePidFile(d.pidDir, s.id, pidRecord{
-			PID: pid, PGID: pid, StartTicks: st.startTicks, Command: s.command, StartedAt: now,
-		})
-		if err != nil {
-			d.log.Warn("cannot write the app's pid file: a restarted reaper will not adopt it", "app", s.id, "pid", pid, "err", err)
-		}
+		d.writePid(s.id, pidRecord{PID: pid, PGID: pid, StartTicks: st.startTicks, Command: s.command, StartedAt: now})
 	} else {
 		d.log.Warn("cannot read the app's start time: a restarted reaper will not adopt it", "app", s.id, "pid", pid, "err", err)
 	}
