@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/reapergw/reaper/autotls"
 	"github.com/reapergw/reaper/config"
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/logbuf"
@@ -145,6 +146,12 @@ type node struct {
 	admin      *http.Server
 	ready      *readiness
 
+	// With node.tls.acme: the certificates' manager, the server of its
+	// http_listen, and what to close when the node stops.
+	acme        *autotls.Manager
+	acmeHTTP    *http.Server
+	acmeClosers []func() error
+
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
 	failed   chan error
@@ -202,11 +209,22 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ 
 	if err != nil {
 		return nil, err
 	}
+	var acmeLn net.Listener
+	if a := acmeOf(cfg); a != nil {
+		closers = append(closers, func() error { n.stopACME(); return nil })
+		if acmeLn, err = n.startACME(a, gwLn.Addr().String()); err != nil {
+			return nil, err
+		}
+		tlsConfig = n.acme.TLSConfig()
+	}
 
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.bgCancel = cancel
 	n.parts.run(bgCtx, &n.bg)
 	n.serveGateway(gwLn, tlsConfig)
+	if acmeLn != nil {
+		n.serveACME(acmeLn)
+	}
 	if adminLn != nil {
 		n.serveAdmin(adminLn)
 	}
@@ -215,9 +233,10 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ 
 	return n, nil
 }
 
-// loadTLS returns the gateway's TLS configuration, or nil when node.tls is not set.
+// loadTLS returns the gateway's TLS configuration from node.tls's files, or nil
+// when node.tls is not set or its certificates come from a CA (startACME).
 func loadTLS(t *config.TLS) (*tls.Config, error) {
-	if t == nil {
+	if t == nil || t.ACME != nil {
 		return nil, nil
 	}
 	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
@@ -338,6 +357,9 @@ func (n *node) reload() {
 		old.Close()
 	}
 	n.cfg.Routes = cfg.Routes
+	if n.acme != nil {
+		n.acme.SetHosts(routeDomains(cfg.Routes))
+	}
 	n.log.Info("configuration reloaded", "routes", len(cfg.Routes))
 }
 
@@ -357,6 +379,7 @@ func (n *node) shutdown() {
 		n.log.Warn("in-flight requests were cut: the shutdown timeout passed", "timeout", n.cfg.Node.ShutdownTimeout.D())
 		n.gwServer.Close()
 	}
+	n.stopACME()
 	if n.admin != nil {
 		actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.admin.Shutdown(actx)
