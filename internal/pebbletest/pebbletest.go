@@ -4,7 +4,8 @@
 // a tiny DNS server in the test's process that resolves every name to
 // 127.0.0.1, so that pebble validates names such as a.test against that reaper.
 //
-// pebble is looked for on the PATH, then in $(go env GOPATH)/bin; install it
+// pebble is looked for on the PATH, then in $(go env GOBIN) and $(go env
+// GOPATH)/bin; install it
 // with `go install github.com/letsencrypt/pebble/v2/cmd/pebble@v2.10.3` (`make
 // pebble`). Without it, Start skips the test, or fails it when the environment
 // sets REAPER_REQUIRE_PEBBLE=1 (as CI does).
@@ -158,16 +159,26 @@ func find() (string, error) {
 	if p, err := exec.LookPath("pebble"); err == nil {
 		return p, nil
 	}
-	gopath, err := exec.Command("go", "env", "GOPATH").Output()
+	out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output()
 	if err == nil {
-		for _, dir := range filepath.SplitList(strings.TrimSpace(string(gopath))) {
-			p := filepath.Join(dir, "bin", "pebble")
+		lines := strings.Split(string(out), "\n") // GOBIN (often empty), then GOPATH
+		var dirs []string
+		if b := strings.TrimSpace(lines[0]); b != "" {
+			dirs = append(dirs, b)
+		}
+		if len(lines) > 1 {
+			for _, d := range filepath.SplitList(strings.TrimSpace(lines[1])) {
+				dirs = append(dirs, filepath.Join(d, "bin"))
+			}
+		}
+		for _, dir := range dirs {
+			p := filepath.Join(dir, "pebble")
 			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 				return p, nil
 			}
 		}
 	}
-	return "", fmt.Errorf("pebble is neither on the PATH nor in $(go env GOPATH)/bin")
+	return "", fmt.Errorf("pebble is neither on the PATH nor in $(go env GOBIN) or $(go env GOPATH)/bin")
 }
 
 // startDNS serves DNS on a free loopback port until the test ends: A 127.0.0.1
