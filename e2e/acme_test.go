@@ -97,6 +97,9 @@ func wantServed(t *testing.T, gateway, name string, roots *x509.CertPool) *x509.
 	if resp.StatusCode != 200 || !strings.HasPrefix(body, "app:") {
 		t.Errorf("https://%s: %d %q, want the app's answer", name, resp.StatusCode, body)
 	}
+	if resp.ProtoMajor != 2 {
+		t.Errorf("https://%s: %s, want HTTP/2", name, resp.Proto)
+	}
 	leaf := resp.TLS.PeerCertificates[0]
 	if !slices.Equal(leaf.DNSNames, []string{name}) {
 		t.Errorf("the certificate of %s names %q", name, leaf.DNSNames)
