@@ -1,4 +1,4 @@
-# reaper — see README.md. Targets: run, stop, test, build, generate, lint, bench, faults, clean, run-clever, cluster, run-docker, cluster-docker.
+# reaper — see README.md. Targets: run, stop, test, build, generate, lint, bench, faults, clean, run-clever, cluster, run-docker, cluster-docker, pebble.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -55,6 +55,14 @@ stop: build
 # leave them holding their ports.
 clean: stop
 	rm -rf bin data
+
+.PHONY: pebble
+# pebble: Let's Encrypt's ACME test server, which the automatic HTTPS tests run
+# (internal/pebbletest; they skip without it unless REAPER_REQUIRE_PEBBLE=1).
+# Installed into $(go env GOPATH)/bin, from the Go module proxy.
+PEBBLE_VERSION := v2.10.3
+pebble:
+	$(GO) install github.com/letsencrypt/pebble/v2/cmd/pebble@$(PEBBLE_VERSION)
 
 .PHONY: run-clever
 # run-clever: the gateway with the Clever Cloud driver against the fake Clever Cloud

@@ -35,9 +35,23 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 		}
 	}
 
+	if t := c.Node.TLS; t != nil && t.ACME != nil {
+		c.checkACMEListen(errs)
+	}
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
 	managed := c.checkReaperApps(d, errs)
 	c.checkWebhookApps(managed, errs)
+}
+
+// checkACMEListen checks that node.tls.acme.http_listen is not the address of
+// another listener of the node.
+func (c *Config) checkACMEListen(errs *conf.Errors) {
+	h := c.Node.TLS.ACME.HTTPListen
+	for _, o := range []addrAt{{"node.listen", c.Node.Listen}, {"node.admin_listen", c.Node.AdminListen}} {
+		if o.addr != "" && h == o.addr {
+			errs.Add("node.tls.acme.http_listen", "%s is %s too: the challenges and redirects need a listener of their own", strconv.Quote(h), o.path)
+		}
+	}
 }
 
 // checkWebhookApps checks that the apps a webhook filters on are apps of the

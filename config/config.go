@@ -58,10 +58,12 @@ type Node struct {
 	trusted []netip.Prefix
 }
 
-// TLS turns on HTTPS (and HTTP/2) on the gateway listener.
+// TLS turns on HTTPS (and HTTP/2) on the gateway listener, with a certificate
+// from files (Cert, Key) or from an ACME CA (ACME), never both.
 type TLS struct {
 	Cert string `yaml:"cert"`
 	Key  string `yaml:"key"`
+	ACME *ACME  `yaml:"acme"`
 }
 
 // Reaper tunes the job.
@@ -234,11 +236,19 @@ func (n *Node) Validate(path string, errs *conf.Errors) {
 
 // Validate checks the TLS section.
 func (t *TLS) Validate(path string, errs *conf.Errors) {
+	if t.ACME != nil {
+		for _, f := range []struct{ key, file string }{{"cert", t.Cert}, {"key", t.Key}} {
+			if f.file != "" {
+				errs.Add(conf.Key(path, f.key), "cannot be used with %s: the certificates come from files or from the CA, not both", conf.Key(path, "acme"))
+			}
+		}
+		return
+	}
 	// In the file's order, so that the errors always come in the same order.
 	for _, f := range []struct{ key, file string }{{"cert", t.Cert}, {"key", t.Key}} {
 		key, file := f.key, f.file
 		if file == "" {
-			errs.Add(conf.Key(path, key), "is required with tls")
+			errs.Add(conf.Key(path, key), "is required with tls (or acme, for certificates from an ACME CA)")
 		} else if _, err := os.Stat(file); err != nil {
 			errs.Add(conf.Key(path, key), "%s", conf.Unreadable(file, err))
 		}

@@ -97,7 +97,7 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 		}},
 		{"tls", "node: {tls: {cert: /nonexistent/cert.pem}}", []string{
 			`node.tls.cert: "/nonexistent/cert.pem" cannot be read: no such file or directory`,
-			`node.tls.key: is required with tls`,
+			`node.tls.key: is required with tls (or acme, for certificates from an ACME CA)`,
 		}},
 		{"reaper intervals", "reaper: {job_interval: 0.5, fast_interval: 10ms, max_held: -1}", []string{
 			`reaper.job_interval: must be at least 1s`,

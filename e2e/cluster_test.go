@@ -68,8 +68,10 @@ type clusterEnv struct {
 	ca     *certtest.CA
 	caFile string
 	admin  *http.Client
-	// extra is appended to every node's configuration.
-	extra string
+	// extra is appended to every node's configuration; nodeExtra(id), when
+	// set, to its node section.
+	extra     string
+	nodeExtra func(id string) string
 }
 
 // clusterClever are the fake's timings: short, each phase long enough for the
@@ -107,7 +109,14 @@ func newTLSCluster(t *testing.T, opts fakeclever.Options, size int, ca *certtest
 
 func newClusterWith(t *testing.T, opts fakeclever.Options, size int, ca *certtest.CA, extra string, apps ...clusterApp) *clusterEnv {
 	t.Helper()
-	e := &clusterEnv{t: t, apps: apps, ids: map[string]string{}, extra: extra,
+	return newClusterNodeExtra(t, opts, size, ca, extra, nil, apps...)
+}
+
+// newClusterNodeExtra is newClusterWith with nodeExtra(id) added to the node
+// section of each node's configuration.
+func newClusterNodeExtra(t *testing.T, opts fakeclever.Options, size int, ca *certtest.CA, extra string, nodeExtra func(id string) string, apps ...clusterApp) *clusterEnv {
+	t.Helper()
+	e := &clusterEnv{t: t, apps: apps, ids: map[string]string{}, extra: extra, nodeExtra: nodeExtra,
 		token: clusterRandom("cc-cluster-token-"), secret: clusterRandom("cluster-secret-"), admin: clusterClient}
 	if ca != nil {
 		e.ca, e.caFile = ca, certtest.Write(t, t.TempDir(), "ca.crt", ca.PEM)
@@ -199,6 +208,13 @@ cluster:
   secret: %q
   peers:
 `, n.id, n.apiAddr, clusterAdminToken, e.redis.Addr(), n.raftAddr, e.secret)
+	if e.nodeExtra != nil {
+		// After the node section's last key, before reaper:.
+		s := b.String()
+		i := strings.Index(s, "reaper:\n")
+		b.Reset()
+		b.WriteString(s[:i] + e.nodeExtra(n.id) + s[i:])
+	}
 	if len(peers) == 0 {
 		b.WriteString("    []\n")
 	}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/reapergw/reaper/autotls"
 	"github.com/reapergw/reaper/config"
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/logbuf"
@@ -149,6 +150,12 @@ type node struct {
 	admin      *http.Server
 	ready      *readiness
 
+	// With node.tls.acme: the certificates' manager, the server of its
+	// http_listen, and what to close when the node stops.
+	acme        *autotls.Manager
+	acmeHTTP    *http.Server
+	acmeClosers []func() error
+
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
 	failed   chan error
@@ -190,7 +197,7 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 	n.gateway.Swap(router)
 	n.watchMetrics()
 
-	gwLn, adminLn, err := n.listeners(inherited)
+	gwLn, adminLn, httpLn, err := n.listeners(inherited)
 	if err != nil {
 		return nil, err
 	}
@@ -202,11 +209,22 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 	if err != nil {
 		return nil, err
 	}
+	var acmeLn net.Listener
+	if a := acmeOf(cfg); a != nil {
+		closers = append(closers, func() error { n.stopACME(); return nil })
+		if acmeLn, err = n.startACME(a, httpLn, gwLn.Addr().String()); err != nil {
+			return nil, err
+		}
+		tlsConfig = n.acme.TLSConfig()
+	}
 
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.bgCancel = cancel
 	n.parts.run(bgCtx, &n.bg)
 	n.serveGateway(gwLn, tlsConfig)
+	if acmeLn != nil {
+		n.serveACME(acmeLn)
+	}
 	if adminLn != nil {
 		n.serveAdmin(adminLn)
 	}
@@ -215,34 +233,56 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 	return n, nil
 }
 
-// listeners opens the gateway's and the admin API's listeners, or takes them from
-// the inherited sockets; either way both are open, or neither.
-func (n *node) listeners(inherited sockets) (gw, admin net.Listener, err error) {
-	defer inherited.close() // those not taken
-	gw, fromManager, err := inherited.listen(socketGateway, n.cfg.Node.Listen)
-	if err != nil {
-		return nil, nil, fmt.Errorf("node.listen: %w", err)
+// listeners opens the gateway's and the admin API's listeners, and with
+// node.tls.acme the http_listen one, or takes them from the inherited sockets;
+// either way all are open, or none.
+func (n *node) listeners(inherited sockets) (gw, admin, acmeHTTP net.Listener, err error) {
+	defer func() {
+		for name, ln := range inherited {
+			n.log.Warn("a socket from the service manager is not used: nothing listens as "+name, "addr", ln.Addr().String())
+		}
+		inherited.close()
+	}()
+	defer func() {
+		if err != nil {
+			for _, ln := range []net.Listener{gw, admin} {
+				if ln != nil {
+					ln.Close()
+				}
+			}
+		}
+	}()
+	if gw, err = n.listen(inherited, socketGateway, n.cfg.Node.Listen, "node.listen"); err != nil {
+		return
 	}
-	if fromManager {
-		n.log.Info("gateway socket from the service manager", "addr", gw.Addr().String())
+	if inherited[socketAdmin] != nil || n.cfg.Node.AdminListen != "" {
+		if admin, err = n.listen(inherited, socketAdmin, n.cfg.Node.AdminListen, "node.admin_listen"); err != nil {
+			return
+		}
 	}
-	if inherited[socketAdmin] == nil && n.cfg.Node.AdminListen == "" {
-		return gw, nil, nil
+	if a := acmeOf(n.cfg); a != nil {
+		acmeHTTP, err = n.listen(inherited, socketHTTP, a.HTTPListen, "node.tls.acme.http_listen")
 	}
-	admin, fromManager, err = inherited.listen(socketAdmin, n.cfg.Node.AdminListen)
-	if err != nil {
-		gw.Close()
-		return nil, nil, fmt.Errorf("node.admin_listen: %w", err)
-	}
-	if fromManager {
-		n.log.Info("admin socket from the service manager", "addr", admin.Addr().String())
-	}
-	return gw, admin, nil
+	return
 }
 
-// loadTLS returns the gateway's TLS configuration, or nil when node.tls is not set.
+// listen takes the inherited socket of that name, or opens one on addr; field
+// names the setting in errors.
+func (n *node) listen(inherited sockets, name, addr, field string) (net.Listener, error) {
+	ln, fromManager, err := inherited.listen(name, addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	if fromManager {
+		n.log.Info(name+" socket from the service manager", "addr", ln.Addr().String())
+	}
+	return ln, nil
+}
+
+// loadTLS returns the gateway's TLS configuration from node.tls's files, or nil
+// when node.tls is not set or its certificates come from a CA (startACME).
 func loadTLS(t *config.TLS) (*tls.Config, error) {
-	if t == nil {
+	if t == nil || t.ACME != nil {
 		return nil, nil
 	}
 	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
@@ -363,6 +403,9 @@ func (n *node) reload() {
 		old.Close()
 	}
 	n.cfg.Routes = cfg.Routes
+	if n.acme != nil {
+		n.acme.SetHosts(routeDomains(cfg.Routes))
+	}
 	n.log.Info("configuration reloaded", "routes", len(cfg.Routes))
 }
 
@@ -382,6 +425,7 @@ func (n *node) shutdown() {
 		n.log.Warn("in-flight requests were cut: the shutdown timeout passed", "timeout", n.cfg.Node.ShutdownTimeout.D())
 		n.gwServer.Close()
 	}
+	n.stopACME()
 	if n.admin != nil {
 		actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.admin.Shutdown(actx)

@@ -18,6 +18,7 @@ type sockets map[string]net.Listener
 const (
 	socketGateway = "gateway" // node.listen
 	socketAdmin   = "admin"   // node.admin_listen
+	socketHTTP    = "http"    // node.tls.acme.http_listen
 )
 
 // firstInheritedFD is the first descriptor of the protocol (SD_LISTEN_FDS_START).
@@ -25,7 +26,7 @@ const firstInheritedFD = 3
 
 // inheritedSockets takes the sockets passed to this process, if any. Only the
 // process named by LISTEN_PID takes them (the variables may have been inherited by
-// mistake from a parent). Each must be named gateway or admin; a single unnamed
+// mistake from a parent). Each must be named gateway, admin or http; a single unnamed
 // socket is the gateway. The descriptors are closed once wrapped (the listeners
 // hold their own, closed on exec), so apps started later inherit none of them.
 func inheritedSockets(env func(string) (string, bool), pid int) (sockets, error) {
@@ -60,7 +61,7 @@ func inheritedSockets(env func(string) (string, bool), pid int) (sockets, error)
 	return out, nil
 }
 
-// socketNames reads LISTEN_FDNAMES: one name per socket, each gateway or admin. A
+// socketNames reads LISTEN_FDNAMES: one name per socket, each gateway, admin or http. A
 // lone socket without one of those names (systemd names it after its unit by
 // default) is the gateway.
 func socketNames(env func(string) (string, bool), count int) ([]string, error) {
@@ -69,18 +70,22 @@ func socketNames(env func(string) (string, bool), count int) ([]string, error) {
 	if text == "" {
 		names = nil
 	}
-	if count == 1 && (len(names) != 1 || (names[0] != socketGateway && names[0] != socketAdmin)) {
+	if count == 1 && (len(names) != 1 || !knownSocket(names[0])) {
 		return []string{socketGateway}, nil
 	}
 	if len(names) != count {
-		return nil, fmt.Errorf("socket activation: %d sockets but LISTEN_FDNAMES names %d; name each gateway or admin (FileDescriptorName=)", count, len(names))
+		return nil, fmt.Errorf("socket activation: %d sockets but LISTEN_FDNAMES names %d; name each gateway, admin or http (FileDescriptorName=)", count, len(names))
 	}
 	for _, n := range names {
-		if n != socketGateway && n != socketAdmin {
-			return nil, fmt.Errorf("socket activation: a socket is named %q; name each gateway or admin (FileDescriptorName=)", n)
+		if !knownSocket(n) {
+			return nil, fmt.Errorf("socket activation: a socket is named %q; name each gateway, admin or http (FileDescriptorName=)", n)
 		}
 	}
 	return names, nil
+}
+
+func knownSocket(name string) bool {
+	return name == socketGateway || name == socketAdmin || name == socketHTTP
 }
 
 // listen returns the inherited socket of that name, or a new one on addr.

@@ -273,6 +273,11 @@ func (s *Store) connect(ctx context.Context, copt valkey.ClientOption) error {
 	return nil
 }
 
+// Client is the store's connection to the server, for other data of the node
+// that lives beside the store's (acmestore: certificates and their locks). It
+// is closed with the store. The caller keeps to keys under its own prefix.
+func (s *Store) Client() valkey.Client { return s.client }
+
 // Close stops the watches (waiting for callbacks that are running) and closes the
 // connections; calls made after it fail with ErrClosed. Idempotent; always nil.
 func (s *Store) Close() error {
