@@ -22,6 +22,7 @@ func TestSocketNames(t *testing.T) {
 		{names: "admin", set: true, count: 1, want: "admin"},
 		{names: "gateway:admin", set: true, count: 2, want: "gateway admin"},
 		{names: "admin:gateway", set: true, count: 2, want: "admin gateway"},
+		{names: "gateway:admin:http", set: true, count: 3, want: "gateway admin http"},
 		{count: 2, wantErr: "2 sockets but LISTEN_FDNAMES names 0"},
 		{names: "gateway", set: true, count: 2, wantErr: "2 sockets but LISTEN_FDNAMES names 1"},
 		{names: "gateway:web", set: true, count: 2, wantErr: `a socket is named "web"`},
