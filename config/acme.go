@@ -106,7 +106,8 @@ func (o *OnDemand) Validate(path string, errs *conf.Errors) {
 	if o.Ask != "" {
 		u, err := url.Parse(o.Ask)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs.Add(conf.Key(path, "ask"), "%s is not an http or https URL", strconv.Quote(o.Ask))
+			// Not quoted: the URL may carry a token in its query.
+			errs.Add(conf.Key(path, "ask"), "is not an http or https URL with a host")
 		}
 	}
 	for i, p := range o.Allow {

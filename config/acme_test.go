@@ -86,8 +86,8 @@ func TestParse_ACMEProblems(t *testing.T) {
 		{"on demand with neither ask nor allow", "node: {tls: {acme: {agree: true, on_demand: {}}}}", []string{
 			`node.tls.acme.on_demand: needs ask or allow (or both): without them any name a client sends would get a certificate`,
 		}},
-		{"on demand values", `node: {tls: {acme: {agree: true, on_demand: {ask: "ftp://x/ask", allow: ["*", "a.*.com", "*.ok.example"]}}}}`, []string{
-			`node.tls.acme.on_demand.ask: "ftp://x/ask" is not an http or https URL`,
+		{"on demand values", `node: {tls: {acme: {agree: true, on_demand: {ask: "ftp://x/ask?token=s3cret", allow: ["*", "a.*.com", "*.ok.example"]}}}}`, []string{
+			`node.tls.acme.on_demand.ask: is not an http or https URL with a host`,
 			`node.tls.acme.on_demand.allow[0]: "*" is not a host or *.domain pattern (a.example.com, *.example.com)`,
 			`node.tls.acme.on_demand.allow[1]: "a.*.com" is not a host or *.domain pattern (a.example.com, *.example.com)`,
 		}},
