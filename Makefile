@@ -1,4 +1,4 @@
-# reaper — see README.md. Targets: run, test, build, generate, lint, bench, faults, run-clever, cluster, run-docker, cluster-docker.
+# reaper — see README.md. Targets: run, test, build, generate, lint, bench, faults, run-clever, cluster, run-docker, cluster-docker, image.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -47,7 +47,16 @@ faults: build
 	$(GO) run ./faults $(FAULTS_FLAGS)
 
 clean:
-	rm -rf bin data
+	rm -rf bin data build
+
+.PHONY: image
+# image: reaper's container image (Dockerfile: FROM scratch, the static binary, CA
+# certificates, user 65532), built from local files by scripts/image.sh, the one
+# way it is built (make cluster-docker and the tests use it too). IMAGE names it.
+IMAGE ?= reaper:$(VERSION)
+image:
+	VERSION=$(VERSION) ./scripts/image.sh $(IMAGE)
+	@docker image ls $(IMAGE)
 
 .PHONY: run-clever
 # run-clever: the gateway with the Clever Cloud driver against the fake Clever Cloud
