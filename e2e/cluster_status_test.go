@@ -42,6 +42,7 @@ func TestCluster_StatusShowsAKilledNodeUnreachable(t *testing.T) {
 			}
 			return strings.Contains(out, "leader "+lead.ID+"\n")
 		})
+		t.Logf("reaper cluster status on %s:\n%s", asked.id, out)
 		d, l, ld := line(out, dead.id), line(out, live.id), line(out, lead.ID)
 		if d == nil || l == nil || ld == nil {
 			t.Fatalf("cluster status on %s lacks a member's line:\n%s", asked.id, out)

@@ -3,8 +3,10 @@ package leader
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -98,6 +100,8 @@ func (n *Node) probe(ctx context.Context, id raft.ServerID, apiAddr string) *Pro
 		p.RTTMS = 0
 		if ctx.Err() != nil {
 			p.Error = fmt.Sprintf("no answer within %v", ProbeTimeout)
+		} else if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			p.Error = ue.Err.Error() // the cause, without the URL the caller knows
 		} else {
 			p.Error = err.Error()
 		}
