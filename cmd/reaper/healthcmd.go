@@ -98,9 +98,6 @@ func healthTarget(rawURL, path, cacert string, env func(string) (string, bool)) 
 	// A copy, so that the shared default client is never changed; a redirect is
 	// an answer other than 200, not something to follow.
 	client := *a.client
-	if a.client == http.DefaultClient {
-		client = http.Client{}
-	}
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return u.String(), &client, nil
 }
