@@ -1,4 +1,4 @@
-# reaper — see README.md. Targets: run, stop, test, build, generate, lint, bench, faults, clean, run-clever, cluster, run-docker, cluster-docker, pebble.
+# reaper — see README.md. Targets: run, stop, test, build, generate, lint, bench, faults, clean, run-clever, cluster, run-docker, cluster-docker, pebble, image.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -54,7 +54,16 @@ stop: build
 # clean: stop the demo's apps first: deleting their pid files under them would
 # leave them holding their ports.
 clean: stop
-	rm -rf bin data
+	rm -rf bin data build
+
+.PHONY: image
+# image: reaper's container image (Dockerfile: FROM scratch, the static binary, CA
+# certificates, user 65532), built from local files by scripts/image.sh, the one
+# way it is built (make cluster-docker and the tests use it too). IMAGE names it.
+IMAGE ?= reaper:$(VERSION)
+image:
+	VERSION=$(VERSION) ./scripts/image.sh $(IMAGE)
+	@docker image ls $(IMAGE)
 
 .PHONY: pebble
 # pebble: Let's Encrypt's ACME test server, which the automatic HTTPS tests run

@@ -577,8 +577,10 @@ func TestCluster_ThreeNodesElectOneLeader(t *testing.T) {
 		}
 		for _, m := range e.nodes {
 			if !slices.ContainsFunc(strings.Split(out, "\n"), func(line string) bool {
+				// ID RAFT API VOTER LEADER, then the probe's REACH RTT STATE LAST CONTACT.
 				f := strings.Fields(line)
-				return len(f) == 5 && f[0] == m.id && f[1] == m.raftAddr && f[2] == m.apiAddr && f[4] == fmt.Sprint(m.id == lead.ID)
+				return len(f) >= 9 && f[0] == m.id && f[1] == m.raftAddr && f[2] == m.apiAddr && f[4] == fmt.Sprint(m.id == lead.ID) &&
+					f[5] != "unreachable"
 			}) {
 				t.Errorf("reaper cluster status on %s has no line for member %s (%s, %s):\n%s", n.id, m.id, m.raftAddr, m.apiAddr, out)
 			}

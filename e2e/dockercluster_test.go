@@ -15,8 +15,8 @@ import (
 	"github.com/reapergw/reaper/leader"
 )
 
-// A cluster across hosts: three reaper nodes, each a container (the binary in an
-// image FROM scratch), a redis-server container (the machine's own binary and its
+// A cluster across hosts: three reaper nodes, each a container of reaper's own
+// image (the Dockerfile's, as make image builds it), a redis-server container (the machine's own binary and its
 // libraries, FROM scratch) and the apps' containers, all on one private network
 // with no way out (--internal). Each node also sits on an access network where its
 // gateway and admin ports are published on loopback, for the test. The nodes drive
@@ -45,7 +45,7 @@ func newDockerCluster(t *testing.T) *dockerCluster {
 	t.Helper()
 	dockertest.Require(t)
 	c := &dockerCluster{t: t, proxy: dockertest.NewProxy(t), client: &http.Client{Timeout: 3 * time.Second}}
-	reaperImage := dockertest.BuildImage(t, "cmd/reaper")
+	reaperImage := dockertest.BuildReaperImage(t)
 	demoImage := dockertest.BuildImage(t, "cmd/demoapp")
 	redisImage := dockertest.BuildRedisImage(t)
 	c.net = dockertest.Network(t, "private", "--internal")
@@ -65,8 +65,10 @@ func newDockerCluster(t *testing.T) *dockerCluster {
 		if err := os.WriteFile(filepath.Join(dir, "reaper.yaml"), []byte(c.config(n)), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// Root in the container: the proxy's socket, and the directory holding it,
+		// are the test process's own (0700), which the image's user 65532 cannot open.
 		dockertest.Create(t, n.id, "--network", access, "-p", "127.0.0.1::8080", "-p", "127.0.0.1::9090",
-			"-v", dir+":/etc/reaper:ro", "-v", socketDir+":/run/reaper-docker",
+			"-v", dir+":/etc/reaper:ro", "-v", socketDir+":/run/reaper-docker", "--user", "0:0",
 			reaperImage, "serve", "--config", "/etc/reaper/reaper.yaml", "--log-format", "json")
 		dockertest.Docker(t, "network", "connect", "--alias", n.id, c.net, n.container)
 		t.Cleanup(func() {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,7 @@ type API struct {
 //	DELETE /internal/members/{id}    remove a member (leader only, 421 elsewhere)
 //	*      /internal/admin/…         an admin API write forwarded by a follower (leader only, 421 elsewhere)
 //	GET    /internal/local/…         this node's own view (Local)
+//	GET    /internal/self            this node's role, term, leader and last contact (Self)
 func (a *API) Internal() http.Handler {
 	mux := http.NewServeMux()
 	if a.Writes != nil {
@@ -60,6 +62,9 @@ func (a *API) Internal() http.Handler {
 	if a.Local != nil {
 		mux.Handle("GET /internal/local/", http.StripPrefix("/internal/local", a.Local))
 	}
+	mux.HandleFunc("GET /internal/self", func(w http.ResponseWriter, r *http.Request) {
+		httpjson.Write(w, http.StatusOK, a.Node.Self())
+	})
 	mux.HandleFunc("POST /internal/asks/{app}", a.ask)
 	mux.HandleFunc("POST /internal/members", func(w http.ResponseWriter, r *http.Request) {
 		a.addMember(w, r, false)
@@ -84,12 +89,16 @@ func (a *API) Internal() http.Handler {
 // Admin returns the handler of the admin API's cluster part. It does not check
 // who calls: the admin listener puts it behind the admin token.
 //
-//	GET    /api/cluster               members, leader, term
+//	GET    /api/cluster               members, leader, term; ?probe=true: each member probed (ProbeStatus)
 //	POST   /api/cluster/members       {"id", "raft_addr", "api_addr"}: add a voter
 //	DELETE /api/cluster/members/{id}  remove a member
 func (a *API) Admin() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/cluster", func(w http.ResponseWriter, r *http.Request) {
+		if probe, _ := strconv.ParseBool(r.URL.Query().Get("probe")); probe {
+			httpjson.Write(w, http.StatusOK, a.Node.ProbeStatus(r.Context()))
+			return
+		}
 		httpjson.Write(w, http.StatusOK, a.Node.Status())
 	})
 	mux.HandleFunc("POST /api/cluster/members", func(w http.ResponseWriter, r *http.Request) {

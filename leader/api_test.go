@@ -43,8 +43,9 @@ func (r *askRecorder) got() []string {
 type apiCluster struct {
 	*cluster
 	apis map[string]*API
-	asks map[string]*askRecorder // what reached each node's AskHandler
-	logs *logtest.Buffer         // the API's own lines, from every node
+	srvs map[string]*httptest.Server // each node's API server, by id
+	asks map[string]*askRecorder     // what reached each node's AskHandler
+	logs *logtest.Buffer             // the API's own lines, from every node
 }
 
 func newAPICluster(t *testing.T, n int) *apiCluster {
@@ -63,7 +64,7 @@ func newAPIClusterWith(t *testing.T, n int, tlsOf map[string]*TLS) *apiCluster {
 		t.Cleanup(srvs[i].Close)
 		apiAddrs[i] = srvs[i].Listener.Addr().String()
 	}
-	ac := &apiCluster{cluster: newClusterWith(t, apiAddrs, tlsOf), apis: map[string]*API{}, asks: map[string]*askRecorder{}, logs: &logtest.Buffer{}}
+	ac := &apiCluster{cluster: newClusterWith(t, apiAddrs, tlsOf), apis: map[string]*API{}, srvs: map[string]*httptest.Server{}, asks: map[string]*askRecorder{}, logs: &logtest.Buffer{}}
 	for i, p := range ac.peers {
 		ac.asks[p.ID] = &askRecorder{}
 		api := ac.serveAPI(ac.nodes[p.ID], ac.asks[p.ID])
@@ -72,6 +73,7 @@ func newAPIClusterWith(t *testing.T, n int, tlsOf map[string]*TLS) *apiCluster {
 		mux.Handle("/api/cluster", api.Admin())
 		mux.Handle("/api/cluster/", api.Admin())
 		srvs[i].Config.Handler = mux
+		ac.srvs[p.ID] = srvs[i]
 		if tlsOf[p.ID] == nil {
 			srvs[i].Start()
 			continue

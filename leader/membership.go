@@ -41,6 +41,9 @@ type Member struct {
 	APIAddr  string `json:"api_addr"` // "" when not known
 	Voter    bool   `json:"voter"`
 	Leader   bool   `json:"leader"`
+	// Probe is how the member answered when the status was probed
+	// (ProbeStatus); nil otherwise.
+	Probe *Probe `json:"probe,omitempty"`
 }
 
 // Status is a snapshot of this node's view of the cluster.

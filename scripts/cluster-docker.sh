@@ -2,13 +2,15 @@
 # make cluster-docker: a three-node reaper cluster where every node is a container,
 # with a redis-server container as the shared store and two demo apps as
 # containers, all on a private network (--internal: no way out). Every image is
-# built here FROM scratch from local files (no registry): bin/reaper and
-# bin/demoapp built static, the machine's own redis-server and its libraries.
+# built here FROM scratch from local files (no registry): reaper's own image by
+# scripts/image.sh (make image), the demo app built static, the machine's own
+# redis-server and its libraries.
 # Each node's gateway and admin API are published on loopback (8081-8083,
 # 9091-9093). Ctrl-C removes everything it created.
 #
-# The nodes reach the engine through its socket, mounted into them. That is root
-# on the host: in production put the allow-list proxy of docs/docker.md between.
+# The nodes reach the engine through its socket, mounted into them (reaper runs as
+# user 65532 in its image: it gets the socket's group). That is root on the host:
+# in production put the allow-list proxy of docs/docker.md between.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +21,7 @@ docker version >/dev/null || { echo "no Docker engine answers" >&2; exit 1; }
 cleanup() {
   trap - INT TERM EXIT
   echo; echo "removing the cluster's containers, networks and images..."
-  docker rm -f $P-n1 $P-n2 $P-n3 $P-redis $P-hello $P-api >/dev/null 2>&1 || true
+  docker rm -f -v $P-n1 $P-n2 $P-n3 $P-redis $P-hello $P-api >/dev/null 2>&1 || true
   docker network rm $P-private $P-access >/dev/null 2>&1 || true
   docker rmi $P-reaper:demo $P-demoapp:demo $P-redis:demo >/dev/null 2>&1 || true
 }
@@ -27,12 +29,11 @@ trap cleanup INT TERM EXIT
 cleanup; trap cleanup INT TERM EXIT
 
 ctx=data/cluster-docker
-rm -rf "$ctx"; mkdir -p "$ctx"/{reaper,demoapp,redis,conf}
-for b in reaper demoapp; do
-  CGO_ENABLED=0 go build -trimpath -o "$ctx/$b/$b" "./cmd/$b"
-  printf 'FROM scratch\nCOPY %s /%s\nENTRYPOINT ["/%s"]\n' $b $b $b >"$ctx/$b/Dockerfile"
-  docker build -q -t $P-$b:demo "$ctx/$b" >/dev/null
-done
+rm -rf "$ctx"; mkdir -p "$ctx"/{demoapp,redis,conf}
+./scripts/image.sh $P-reaper:demo "$ctx/reaper" >/dev/null
+CGO_ENABLED=0 go build -trimpath -o "$ctx/demoapp/demoapp" ./cmd/demoapp
+printf 'FROM scratch\nCOPY demoapp /demoapp\nENTRYPOINT ["/demoapp"]\n' >"$ctx/demoapp/Dockerfile"
+docker build -q -t $P-demoapp:demo "$ctx/demoapp" >/dev/null
 # redis-server: the binary under its own name (it picks its mode from argv[0]) and
 # every library ldd lists, at their paths.
 bin=$(command -v redis-server)
@@ -53,6 +54,7 @@ for app in hello api; do
 done
 
 secret=$(head -c 18 /dev/urandom | base64)
+sock_group=$(stat -c %g /var/run/docker.sock)
 for i in 1 2 3; do
   cat >"$ctx/conf/n$i.yaml" <<YAML
 node: {id: n$i, listen: "0.0.0.0:8080", admin_listen: "0.0.0.0:9090", admin_token: demo-admin-token, data_dir: /data}
@@ -83,8 +85,9 @@ routes:
     plugins: [{plugin: reaper, config: {app_id: api, grace_period: 30s, fail_timeout: 30s, api_behavior: unavailable}}]
 YAML
   docker create --name $P-n$i --network $P-access -p 127.0.0.1:808$i:8080 -p 127.0.0.1:909$i:9090 \
-    -v "$PWD/$ctx/conf/n$i.yaml:/etc/reaper.yaml:ro" -v /var/run/docker.sock:/var/run/docker.sock \
-    $P-reaper:demo serve --config /etc/reaper.yaml >/dev/null
+    -v "$PWD/$ctx/conf/n$i.yaml:/etc/reaper/reaper.yaml:ro" \
+    -v /var/run/docker.sock:/var/run/docker.sock --group-add "$sock_group" \
+    $P-reaper:demo >/dev/null
   docker network connect --alias n$i $P-private $P-n$i
 done
 docker start $P-n1 $P-n2 $P-n3 >/dev/null
@@ -99,7 +102,7 @@ redis and two apps (hello: stopped when asleep, api: paused) on the private netw
   docker network disconnect $P-private $P-n1     # a partition: n1 is cut off (it keeps the engine's socket)
   docker network connect --alias n1 $P-private $P-n1   # and it rejoins
   docker logs -f $P-n2                                 # a node's log
-  docker ps -a --filter name=$P
+  docker ps -a --filter name=$P                      # each node's health too (reaper health)
 The apps sleep after 30 s without traffic. Ctrl-C removes the cluster.
 TXT
 docker logs -f $P-n1 2>&1 | grep --line-buffered -v '"level":"DEBUG"' || true

@@ -8,7 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/reapergw/reaper/leader"
 )
@@ -23,6 +26,10 @@ The commands talk to the admin listener of the node whose configuration FILE is
 to the leader. With cluster.tls, they talk HTTPS and trust cluster.tls.ca; the
 node's certificate must name the host of its api_addr in cluster.peers (else the
 host of node.admin_listen, 127.0.0.1 when it listens on every address).
+status probes every member from that node (over the cluster's internal API,
+2 s at most): whether it answers (REACH), the round trip (RTT), its role and,
+for a follower, how long ago the leader last contacted it. A killed member is
+still a voter until it is removed: it shows as unreachable, with why below.
 Instead of --config, --admin URL and --token (or $REAPER_ADMIN_URL and
 $REAPER_ADMIN_TOKEN; --cacert FILE for https://) name any node's admin API.
 `
@@ -99,7 +106,8 @@ type clusterReq struct {
 func clusterRequest(sub string, f clusterFlags, stderr io.Writer) (clusterReq, error) {
 	switch sub {
 	case "status":
-		return clusterReq{method: http.MethodGet, path: "/api/cluster"}, nil
+		// Probed: each member says whether it answers, and what it sees.
+		return clusterReq{method: http.MethodGet, path: "/api/cluster?probe=true"}, nil
 	case "join":
 		if f.id == "" || f.raftAddr == "" || f.apiAddr == "" {
 			fmt.Fprintln(stderr, "reaper cluster join: --id, --raft-addr and --api-addr are required")
@@ -135,14 +143,63 @@ func printClusterAnswer(sub string, code int, out []byte, stdout, stderr io.Writ
 	return nil
 }
 
+// printStatus prints the node's view, and for a probed status each member's
+// reachability, round trip, role and last contact from the leader, then why a
+// member did not answer or what it sees differently.
 func printStatus(w io.Writer, st leader.Status) {
 	fmt.Fprintf(w, "node %s: %s, term %d, leader %s\n\n", st.ID, st.State, st.Term, orDash(st.LeaderID))
+	probed := slices.ContainsFunc(st.Members, func(m leader.Member) bool { return m.Probe != nil })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tVOTER\tLEADER")
+	if probed {
+		fmt.Fprintln(tw, "ID\tRAFT\tAPI\tVOTER\tLEADER\tREACH\tRTT\tSTATE\tLAST CONTACT")
+	} else {
+		fmt.Fprintln(tw, "ID\tRAFT\tAPI\tVOTER\tLEADER")
+	}
+	var notes []string
 	for _, m := range st.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\n", m.ID, m.RaftAddr, orDash(m.APIAddr), m.Voter, m.Leader)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v", m.ID, m.RaftAddr, orDash(m.APIAddr), m.Voter, m.Leader)
+		if probed {
+			cols, note := probeColumns(st, m)
+			fmt.Fprint(tw, "\t"+cols)
+			if note != "" {
+				notes = append(notes, m.ID+": "+note)
+			}
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
+	}
+}
+
+// probeColumns are the REACH, RTT, STATE and LAST CONTACT columns of member m
+// (tab-separated), and a note when it did not answer or sees another leader or
+// term than the node asked.
+func probeColumns(st leader.Status, m leader.Member) (string, string) {
+	p := m.Probe
+	if p == nil {
+		return "-\t-\t-\t-", ""
+	}
+	reach, rtt := "ok", fmt.Sprintf("%.1fms", p.RTTMS)
+	switch {
+	case m.ID == st.ID:
+		reach, rtt = "self", "-"
+	case !p.Reachable:
+		reach, rtt = "unreachable", "-"
+	}
+	if p.Self == nil {
+		return reach + "\t" + rtt + "\t-\t-", p.Error
+	}
+	s, contact := p.Self, "-"
+	if s.LastContactMS != nil {
+		contact = (time.Duration(*s.LastContactMS) * time.Millisecond).String() + " ago"
+	}
+	note := p.Error
+	if note == "" && (s.LeaderID != st.LeaderID || s.Term != st.Term) {
+		note = fmt.Sprintf("sees leader %s at term %d", orDash(s.LeaderID), s.Term)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s", reach, rtt, s.State, contact), note
 }
 
 func orDash(s string) string {

@@ -87,3 +87,35 @@ func TestClusterCmd_RefusesAnAdminListenerOutsideTheClusterCA(t *testing.T) {
 		t.Errorf("cluster status against a certificate of another CA: %v\n%s", err, stderr.String())
 	}
 }
+
+// The probed status says which member does not answer and why, the others'
+// round trip, role and last contact, and a member that sees another leader.
+func TestPrintStatus_ProbedMembers(t *testing.T) {
+	ms := func(v int64) *int64 { return &v }
+	st := leader.Status{ID: "n1", State: leader.StateLeader, Term: 4, LeaderID: "n1", Members: []leader.Member{
+		{ID: "n1", RaftAddr: "10.0.0.1:7000", APIAddr: "10.0.0.1:9090", Voter: true, Leader: true,
+			Probe: &leader.Probe{Reachable: true, Self: &leader.Self{ID: "n1", State: leader.StateLeader, Term: 4, LeaderID: "n1"}}},
+		{ID: "n2", RaftAddr: "10.0.0.2:7000", APIAddr: "10.0.0.2:9090", Voter: true,
+			Probe: &leader.Probe{Reachable: true, RTTMS: 1.25, Self: &leader.Self{ID: "n2", State: leader.StateFollower, Term: 4, LeaderID: "n1", LastContactMS: ms(35)}}},
+		{ID: "n3", RaftAddr: "10.0.0.3:7000", APIAddr: "10.0.0.3:9090", Voter: true,
+			Probe: &leader.Probe{Error: "dial tcp 10.0.0.3:9090: connect: connection refused"}},
+		{ID: "n4", RaftAddr: "10.0.0.4:7000", APIAddr: "10.0.0.4:9090", Voter: true,
+			Probe: &leader.Probe{Reachable: true, RTTMS: 3, Self: &leader.Self{ID: "n4", State: leader.StateCandidate, Term: 5, LastContactMS: ms(4200)}}},
+	}}
+	var b bytes.Buffer
+	printStatus(&b, st)
+	want := `node n1: leader, term 4, leader n1
+
+ID  RAFT           API            VOTER  LEADER  REACH        RTT    STATE      LAST CONTACT
+n1  10.0.0.1:7000  10.0.0.1:9090  true   true    self         -      leader     -
+n2  10.0.0.2:7000  10.0.0.2:9090  true   false   ok           1.2ms  follower   35ms ago
+n3  10.0.0.3:7000  10.0.0.3:9090  true   false   unreachable  -      -          -
+n4  10.0.0.4:7000  10.0.0.4:9090  true   false   ok           3.0ms  candidate  4.2s ago
+
+n3: dial tcp 10.0.0.3:9090: connect: connection refused
+n4: sees leader - at term 5
+`
+	if b.String() != want {
+		t.Errorf("printStatus printed:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

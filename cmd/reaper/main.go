@@ -5,6 +5,7 @@
 //	reaper check --config FILE    check a configuration file and exit
 //	reaper stop-apps --config FILE  stop the local apps the process driver started
 //	reaper apps, app, wake, …     operate the apps through a node's admin API
+//	reaper health                 exit 0 when a node's /healthz answers 200
 //	reaper version                print the version
 package main
 
@@ -49,6 +50,7 @@ Usage:
   reaper serve --config FILE [--log-format text|json] [--log-level LEVEL]
   reaper check --config FILE
   reaper cluster status|join|remove --config FILE [options]
+  reaper health [--url URL | --config FILE] [--timeout 2s]
   reaper import-otoroshi FILE
   reaper stop-apps --config FILE [--force]   stop the local apps reaper started
   reaper version
@@ -100,6 +102,8 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		return checkCmd(args[1:], env, stdout, stderr)
 	case "cluster":
 		return clusterCmd(ctx, args[1:], env, stdout, stderr)
+	case "health":
+		return healthCmd(ctx, args[1:], env, stdout, stderr)
 	case "import-otoroshi":
 		return importCmd(args[1:], stdout, stderr)
 	case "stop-apps":

@@ -33,7 +33,7 @@ func TestParseArgs_OptionsMayFollowTheArguments(t *testing.T) {
 // error, to stderr.
 func TestRun_HelpPrintsTheUsageOnce(t *testing.T) {
 	for _, cmd := range [][]string{
-		{"serve"}, {"check"}, {"stop-apps"}, {"version"}, {"import-otoroshi"}, {"cluster", "status"},
+		{"serve"}, {"check"}, {"stop-apps"}, {"version"}, {"import-otoroshi"}, {"cluster", "status"}, {"health"},
 		{"apps"}, {"app"}, {"wake"}, {"sleep"}, {"hold"}, {"release"}, {"reset"}, {"history"}, {"events"}, {"savings"},
 	} {
 		var stdout, stderr bytes.Buffer

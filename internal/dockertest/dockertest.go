@@ -89,6 +89,9 @@ var images struct {
 // as its entrypoint, and returns its name. RemoveImages removes it.
 func BuildImage(t testing.TB, pkg string) string {
 	t.Helper()
+	if pkg == "cmd/reaper" {
+		t.Fatal("dockertest: reaper's own image is built by BuildReaperImage, from the Dockerfile")
+	}
 	images.mu.Lock()
 	defer images.mu.Unlock()
 	if name, ok := images.built[pkg]; ok {
@@ -116,6 +119,33 @@ func BuildImage(t testing.TB, pkg string) string {
 		images.built = map[string]string{}
 	}
 	images.built[pkg] = name
+	return name
+}
+
+// BuildReaperImage builds, once per process, reaper's own image the way make
+// image does (scripts/image.sh and the repository's Dockerfile: FROM scratch,
+// user 65532, a HEALTHCHECK), and returns its name. RemoveImages removes it.
+func BuildReaperImage(t testing.TB) string {
+	t.Helper()
+	images.mu.Lock()
+	defer images.mu.Unlock()
+	if name, ok := images.built["reaper"]; ok {
+		return name
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := Prefix + "-reaper:test"
+	build := exec.Command(filepath.Join(root, "scripts", "image.sh"), name, t.TempDir())
+	build.Env = append(os.Environ(), "VERSION=test")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/image.sh: %v\n%s", err, out)
+	}
+	if images.built == nil {
+		images.built = map[string]string{}
+	}
+	images.built["reaper"] = name
 	return name
 }
 
