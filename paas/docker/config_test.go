@@ -116,3 +116,35 @@ func TestDescribeExit(t *testing.T) {
 		}
 	}
 }
+
+func TestGraceLabel(t *testing.T) {
+	for _, tc := range []struct {
+		labels  map[string]string
+		want    time.Duration
+		wantErr string
+	}{
+		{map[string]string{LabelEnable: "true"}, 0, ""},
+		{map[string]string{LabelGracePeriod: "2s"}, 2 * time.Second, ""},
+		{map[string]string{LabelGracePeriod: " 90 "}, 90 * time.Second, ""}, // bare seconds, as in the file
+		{map[string]string{LabelGracePeriod: "1h30m"}, 90 * time.Minute, ""},
+		{map[string]string{LabelGracePeriod: "soon"}, 0, `label reaper.grace_period: "soon" is not a duration`},
+		{map[string]string{LabelGracePeriod: "0"}, 0, `label reaper.grace_period: "0" must be more than 0`},
+		{map[string]string{LabelGracePeriod: "-5m"}, 0, `"-5m" is negative`},
+		{map[string]string{LabelGracePeriod: ""}, 0, `is not a duration`},
+	} {
+		got, err := graceLabel(tc.labels)
+		if got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.labels, got, tc.want)
+		}
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v, want no error", tc.labels, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: %v, want an error with %q", tc.labels, err, tc.wantErr)
+		}
+	}
+	// A grace period that cannot be read does not keep the driver from the app.
+	if _, problem := fromLabels("x", map[string]string{LabelEnable: "true", LabelGracePeriod: "soon"}); problem != "" {
+		t.Errorf("an unreadable grace period is a problem of the driver's: %q", problem)
+	}
+}
