@@ -88,11 +88,17 @@ type AppView struct {
 	LastCheckAt      *time.Time `json:"last_check_at"`
 	Routes           []string   `json:"routes"`
 	GracePeriod      string     `json:"grace_period,omitempty"`
-	FailTimeout      string     `json:"fail_timeout,omitempty"`
-	LastAccess       *time.Time `json:"last_access"`
-	ReapAt           *time.Time `json:"reap_at"`
-	AsleepSince      *time.Time `json:"asleep_since"`
-	InFlight         int        `json:"in_flight"`
+	// GracePeriodFrom says where the grace period comes from when the app set
+	// it itself (a container's label reaper.grace_period); absent: its routes.
+	GracePeriodFrom string `json:"grace_period_from,omitempty"`
+	// PolicyError is what the app says of its own policy and cannot be used
+	// (an unreadable label): its routes' values apply.
+	PolicyError string     `json:"policy_error,omitempty"`
+	FailTimeout string     `json:"fail_timeout,omitempty"`
+	LastAccess  *time.Time `json:"last_access"`
+	ReapAt      *time.Time `json:"reap_at"`
+	AsleepSince *time.Time `json:"asleep_since"`
+	InFlight    int        `json:"in_flight"`
 	// Held is how many requests wait for the app on this node now.
 	Held    int  `json:"held"`
 	Managed bool `json:"managed"`
@@ -171,6 +177,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		}
 		if isManaged {
 			v.GracePeriod, v.FailTimeout = m.Policy.GracePeriod.String(), m.Policy.FailTimeout.String()
+			v.GracePeriodFrom, v.PolicyError = m.GraceFrom, m.PolicyProblem
 			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy, time.Now()))
 		}
 		if rec.Status.Asleep() {
