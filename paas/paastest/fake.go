@@ -28,8 +28,8 @@ type App struct {
 	Name string
 }
 
-// Fake is a paas.Client, paas.DeploymentReader, paas.Watcher and
-// paas.PolicyHinter. By default a start
+// Fake is a paas.Client, paas.DeploymentReader, paas.Watcher, paas.PolicyHinter
+// and paas.Meter. By default a start
 // makes the app SHOULD_BE_UP at once and a stop SHOULD_BE_DOWN at once; set Manual
 // to leave the app WANTS_TO_BE_UP (start) or SHOULD_BE_UP (stop) until the test
 // calls SetState.
@@ -44,6 +44,7 @@ type Fake struct {
 	errs     map[string][]error // op → errors returned by the next calls
 	watchers []func(string)
 	hints    map[string]hint
+	measures map[string]paas.Measures
 	// Started is signalled (non-blocking) on every start call.
 	Started chan string
 }
@@ -53,7 +54,25 @@ var (
 	_ paas.DeploymentReader = (*Fake)(nil)
 	_ paas.Watcher          = (*Fake)(nil)
 	_ paas.PolicyHinter     = (*Fake)(nil)
+	_ paas.Meter            = (*Fake)(nil)
 )
+
+// SetMeasures sets what Measured returns for the app.
+func (f *Fake) SetMeasures(id string, m paas.Measures) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.measures == nil {
+		f.measures = map[string]paas.Measures{}
+	}
+	f.measures[id] = m
+}
+
+// Measured implements paas.Meter with what SetMeasures set; nothing by default.
+func (f *Fake) Measured(app paas.App) paas.Measures {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.measures[app.ID]
+}
 
 type hint struct {
 	h   paas.PolicyHint

@@ -46,3 +46,6 @@ func (d *Driver) Close() error { return nil }
 func (d *Driver) Cost(context.Context, paas.App) (paas.Cost, error) {
 	return paas.Cost{}, ErrUnsupported
 }
+
+// Measured measures nothing.
+func (d *Driver) Measured(paas.App) paas.Measures { return paas.Measures{} }
