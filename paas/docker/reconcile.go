@@ -179,7 +179,8 @@ func (d *Driver) logView(a *app, v *view, ev viewEvent) {
 	args := []any{"app", a.spec.id, "engine", a.h.name, "container", a.spec.container}
 	switch {
 	case ev.outside:
-		d.log.Info("container runs without a start of reaper's: "+cameBackWhy(v), append(args, "restart_policy", string(v.restart))...)
+		lost, back := a.h.outage()
+		d.log.Info("container runs without a start of reaper's: "+cameBackWhy(v, lost, back), append(args, "restart_policy", string(v.restart))...)
 	case ev.failed != "":
 		d.log.Warn("container stopped before it was ready", append(args, "why", ev.failed)...)
 	case ev.stoppedOutside != "":
