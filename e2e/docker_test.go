@@ -283,10 +283,10 @@ func TestDocker_SleepsAfterTheGracePeriod(t *testing.T) {
 
 func TestDocker_ContainerBackByItselfSleepsAgainOnTime(t *testing.T) {
 	t.Parallel()
-	// A container with restart: always comes back when the engine restarts. The
-	// machine's engine cannot be restarted here, so the container is started from
-	// outside (docker start) while reaper runs: the same thing from reaper's side,
-	// an event "start" that no start of reaper's caused.
+	// A container with restart: always started from outside (docker start)
+	// while reaper runs: an event "start" that no start of reaper's caused. The
+	// engine's own restart, which brings such a container back too, is
+	// TestDocker_EngineRestartBringsBackAContainerThatSleepsAgainOnTime.
 	e := newDockerEnv(t)
 	a := e.add(dockerApp{id: "back", grace: "2s"}, []string{"--restart", "always"})
 	p := e.start()
