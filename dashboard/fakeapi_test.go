@@ -156,11 +156,13 @@ func testApps() []reaper.AppView {
 	return []reaper.AppView{
 		{AppID: "shop", Name: "Shop", Status: reaper.StatusUp, Routes: []string{"shop"}, Managed: true, LastStatusUpdate: &up,
 			LastCheckAt: ptr(time.Now()), ReapAt: &reap, Held: 2,
-			Hold: &reaper.KeepWarm{Until: t0.Add(6 * time.Hour), Reason: "demo on Friday", By: "bob"}},
+			Hold:        &reaper.KeepWarm{Until: t0.Add(6 * time.Hour), Reason: "demo on Friday", By: "bob"},
+			GracePeriod: "2s", GracePeriodFrom: "label reaper.grace_period of container shop-1",
+			BootTime: "1.234s", MemoryBytes: 40064 << 10, MemoryAt: ptr(time.Now().Add(-time.Minute))},
 		{AppID: "blog", Status: reaper.StatusDown, Routes: []string{"blog", "blog-www"}, Managed: true, LastStatusUpdate: &down,
 			LastCheckAt: ptr(time.Now())},
 		{AppID: "crm", Status: reaper.StatusError, ErrorCause: "the deployment failed", Routes: []string{"crm"}, Managed: true,
-			LastCheckAt: ptr(time.Now())},
+			LastCheckAt: ptr(time.Now()), GracePeriod: "1h0m0s", PolicyError: `container crm-1: label reaper.grace_period: "soon" is not a duration`},
 	}
 }
 

@@ -280,6 +280,23 @@ func latency(d time.Duration) string {
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
 
+// memory writes a size in bytes as people read it: "512 KiB", "38.2 MiB",
+// "1.50 GiB" (three significant digits at most).
+func memory(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v, u = v/1024, u+1
+	}
+	switch {
+	case u == 0 || v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64) + " " + units[u]
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[u]
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64) + " " + units[u]
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "—"

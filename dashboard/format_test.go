@@ -101,3 +101,14 @@ func TestHistoryEntries(t *testing.T) {
 		}
 	}
 }
+
+func TestMemory(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 B", 900: "900 B", 1024: "1.00 KiB", 512 << 10: "512 KiB", 40064 << 10: "39.1 MiB",
+		3 << 29: "1.50 GiB", 5 << 40: "5.00 TiB", 2000 << 40: "2000 TiB",
+	} {
+		if got := memory(n); got != want {
+			t.Errorf("memory(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

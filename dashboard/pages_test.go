@@ -110,7 +110,9 @@ func TestAppPage_ShowsStateWakesAwakeAndHistory(t *testing.T) {
 		"Held awake until", "Down → WaitingForUp", // the history
 		"page 1 of 3", "/apps/shop?page=2", // 60 entries, 25 a page
 		"/checkout", "3 requests", // why awake
-		"Savings are not available", // 404 for the app's savings
+		"Savings are not available",                              // 404 for the app's savings
+		"from the label reaper.grace_period of container shop-1", // the app's own grace period
+		"Boot time", "1.234s", "Memory awake", "39.1 MiB", "measured", // what the driver measured
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the app page does not say %q", want)
@@ -122,6 +124,13 @@ func TestAppPage_ShowsStateWakesAwakeAndHistory(t *testing.T) {
 	}
 	if !strings.Contains(page, "start accepted: 0.10 s") || !strings.Contains(page, "2.3 s") {
 		t.Error("the chart does not give the phases' and the wake's durations")
+	}
+	crm := td.do("GET", "/apps/crm", nil, cookies).Body.String()
+	if !strings.Contains(crm, `label reaper.grace_period: &#34;soon&#34; is not a duration (the routes&#39; grace period applies)`) {
+		t.Error("the app page does not show the label that cannot be read")
+	}
+	if !strings.Contains(crm, `<span id="memory-fact">—</span>`) {
+		t.Error("an app whose memory was never measured does not show a dash")
 	}
 	if res := td.do("GET", "/apps/nope", nil, cookies); res.Code != 404 || !strings.Contains(res.Body.String(), `There is no app &#34;nope&#34;`) {
 		t.Errorf("an unknown app: %d", res.Code)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,18 @@ func (r *dashRun) wakeThenSleep() {
 		}
 		return adminJSON(t, r.p, "/api/apps/hello/savings", &sv) && sv.Today.Money >= 0.01
 	})
+	// What the process driver measured, shown as the page updates itself: the
+	// boot it timed (the app takes 1.5 s), the memory it read when it put the
+	// app to sleep.
+	pg.WaitFor(t, `/^[0-9]/.test(document.getElementById("boot-fact").textContent.trim()) &&
+		document.getElementById("memory-fact").innerText.includes("iB")`, waitFor)
+	boot, err := time.ParseDuration(evalString(t, pg, `document.getElementById("boot-fact").textContent.trim()`))
+	if err != nil || boot < 1500*time.Millisecond || boot > waitFor {
+		t.Errorf("boot time shown %s (%v), want the app's 1.5 s boot and a little", boot, err)
+	}
+	if mem := evalString(t, pg, `document.getElementById("memory-fact").innerText`); !regexp.MustCompile(`^[0-9.]+ (KiB|MiB)\s+measured .+ ago$`).MatchString(mem) {
+		t.Errorf("memory shown %q, want a size and when it was measured", mem)
+	}
 }
 
 // hold: a hold shows its reason and its expiry (and wakes the app), on the

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -29,6 +30,10 @@ type dockerApp struct {
 	grace               string // the route's grace period; empty: 60s
 	failTimeout         string // the route's fail timeout; empty: 15s
 	plugin              string // extra reaper plugin keys, as YAML flow items
+	// labels, when not nil, make it an app discovered from its container's
+	// labels (reaper.enable, reaper.app_id and its ready probe, then these)
+	// rather than one of paas.docker.apps.
+	labels []string
 }
 
 type dockerEnv struct {
@@ -38,6 +43,7 @@ type dockerEnv struct {
 	apps  map[string]*dockerApp
 	p     *reaperProc
 	dir   string // reaper's directory, kept across restarts
+	host  string // the engine reaper drives; empty: the proxy
 }
 
 func newDockerEnv(t *testing.T) *dockerEnv {
@@ -52,6 +58,12 @@ func (e *dockerEnv) add(a dockerApp, opts []string, flags ...string) *dockerApp 
 	e.t.Helper()
 	a.addr = freeport.Addr(e.t)
 	args := append([]string{"-p", a.addr + ":8080"}, opts...)
+	if a.labels != nil {
+		args = append(args, "--label", "reaper.enable=true", "--label", "reaper.app_id="+a.id, "--label", "reaper.ready.http=http://"+a.addr+"/healthz")
+		for _, l := range a.labels {
+			args = append(args, "--label", l)
+		}
+	}
 	args = append(append(args, e.image, "--listen", ":8080", "--name", a.id, "--shutdown-timeout", "1s"), flags...)
 	a.container = dockertest.Create(e.t, a.id, args...)
 	e.apps[a.id] = &a
@@ -76,8 +88,11 @@ paas:
   docker:
     host: %s
     apps:
-`, dockerAdminToken, e.proxy.Host())
+`, dockerAdminToken, cmp.Or(e.host, e.proxy.Host()))
 	for _, a := range e.apps {
+		if a.labels != nil {
+			continue // discovered
+		}
 		method := a.stopMethod
 		if method == "" {
 			method = "stop"
@@ -268,10 +283,10 @@ func TestDocker_SleepsAfterTheGracePeriod(t *testing.T) {
 
 func TestDocker_ContainerBackByItselfSleepsAgainOnTime(t *testing.T) {
 	t.Parallel()
-	// A container with restart: always comes back when the engine restarts. The
-	// machine's engine cannot be restarted here, so the container is started from
-	// outside (docker start) while reaper runs: the same thing from reaper's side,
-	// an event "start" that no start of reaper's caused.
+	// A container with restart: always started from outside (docker start)
+	// while reaper runs: an event "start" that no start of reaper's caused. The
+	// engine's own restart, which brings such a container back too, is
+	// TestDocker_EngineRestartBringsBackAContainerThatSleepsAgainOnTime.
 	e := newDockerEnv(t)
 	a := e.add(dockerApp{id: "back", grace: "2s"}, []string{"--restart", "always"})
 	p := e.start()

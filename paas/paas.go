@@ -168,6 +168,49 @@ func Retryable(err error) bool {
 	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) || errors.Is(err, ErrUnavailable)
 }
 
+// PolicyHinter is implemented by drivers whose apps say for themselves how they
+// want to be treated (the docker driver's reaper.grace_period label, written by
+// the container's owner). reaper applies a hint over the policy of the routes
+// that manage the app.
+type PolicyHinter interface {
+	// AppPolicy returns the app's own hint, from memory: it never waits on the
+	// platform, so it may be called on every pass and every view. A zero field
+	// was not set. A non-nil error says which value is set but cannot be used
+	// (it names the label and what is wrong); the fields that could be read are
+	// still returned.
+	AppPolicy(app App) (PolicyHint, error)
+}
+
+// PolicyHint is what an app says of its own policy.
+type PolicyHint struct {
+	// GracePeriod is the idle time before the app is put to sleep; 0: not set.
+	GracePeriod time.Duration
+	// From says where the hint comes from, for operators: "label
+	// reaper.grace_period of container web-1".
+	From string
+}
+
+// Meter is implemented by drivers that measure the apps they run, for operators
+// (the admin API and the dashboard show it).
+type Meter interface {
+	// Measured returns what the driver last measured of the app, from memory: it
+	// never waits on the platform. Unknown fields are zero. The memory is
+	// measured again when the driver's Cost is called (paas.Pricer).
+	Measured(app App) Measures
+}
+
+// Measures are what a driver measured of an app.
+type Measures struct {
+	// BootTime is how long the driver's last start of the app took, from the
+	// start call to its readiness; 0 if it has not started it (an app found
+	// running is not timed).
+	BootTime time.Duration
+	// MemoryBytes is the memory the app held awake when last measured, at
+	// MemoryAt (it may have slept since).
+	MemoryBytes int64
+	MemoryAt    time.Time
+}
+
 // Pricer is implemented by drivers that know what an app costs while it runs,
 // for the savings reaper reports.
 type Pricer interface {

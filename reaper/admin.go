@@ -44,7 +44,13 @@ type AdminAPI struct {
 	// Pricer prices the savings (the platform driver, when it is one); nil
 	// prices nothing: the time asleep is still counted.
 	Pricer paas.Pricer
+	// Meter gives what the platform driver measured of each app (its boot
+	// time, its memory awake), when it measures; nil: nothing is shown.
+	Meter paas.Meter
 }
+
+// measureTimeout bounds the memory read that one app's view makes.
+const measureTimeout = time.Second
 
 // Handler returns the API's routes on a new mux.
 func (a *AdminAPI) Handler() http.Handler {
@@ -88,11 +94,17 @@ type AppView struct {
 	LastCheckAt      *time.Time `json:"last_check_at"`
 	Routes           []string   `json:"routes"`
 	GracePeriod      string     `json:"grace_period,omitempty"`
-	FailTimeout      string     `json:"fail_timeout,omitempty"`
-	LastAccess       *time.Time `json:"last_access"`
-	ReapAt           *time.Time `json:"reap_at"`
-	AsleepSince      *time.Time `json:"asleep_since"`
-	InFlight         int        `json:"in_flight"`
+	// GracePeriodFrom says where the grace period comes from when the app set
+	// it itself (a container's label reaper.grace_period); absent: its routes.
+	GracePeriodFrom string `json:"grace_period_from,omitempty"`
+	// PolicyError is what the app says of its own policy and cannot be used
+	// (an unreadable label): its routes' values apply.
+	PolicyError string     `json:"policy_error,omitempty"`
+	FailTimeout string     `json:"fail_timeout,omitempty"`
+	LastAccess  *time.Time `json:"last_access"`
+	ReapAt      *time.Time `json:"reap_at"`
+	AsleepSince *time.Time `json:"asleep_since"`
+	InFlight    int        `json:"in_flight"`
 	// Held is how many requests wait for the app on this node now.
 	Held    int  `json:"held"`
 	Managed bool `json:"managed"`
@@ -103,6 +115,14 @@ type AppView struct {
 	// LastWake is the current or last wake, phase by phase (as far as the record
 	// knows it: the first answer is in the history, see /wakes).
 	LastWake *WakeView `json:"last_wake"`
+	// BootTime is how long this node's driver took for its last start of the
+	// app, from the start call to its readiness (docker and process drivers;
+	// in a cluster, the leader's); absent when it has not started it.
+	BootTime string `json:"boot_time,omitempty"`
+	// MemoryBytes is the memory the app held awake when the driver last
+	// measured it, at MemoryAt (it may sleep since); absent when never.
+	MemoryBytes int64      `json:"memory_bytes,omitempty"`
+	MemoryAt    *time.Time `json:"memory_at,omitempty"`
 }
 
 func ptime(t time.Time) *time.Time {
@@ -171,6 +191,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		}
 		if isManaged {
 			v.GracePeriod, v.FailTimeout = m.Policy.GracePeriod.String(), m.Policy.FailTimeout.String()
+			v.GracePeriodFrom, v.PolicyError = m.GraceFrom, m.PolicyProblem
 			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy, time.Now()))
 		}
 		if rec.Status.Asleep() {
@@ -185,9 +206,32 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		if rec.Wake != nil {
 			v.LastWake = &WakeView{WakeTimes: *rec.Wake, Phases: rec.Wake.Durations(), Seconds: rec.Wake.Total().Seconds()}
 		}
+		a.measure(ctx, &v, paas.App{ID: appID, Owner: rec.Owner}, id != "")
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// measure adds what the driver measured of the app to its view. One app's view
+// (fresh) has its memory read again first if it runs (Pricer.Cost, cached by
+// the driver and bounded by measureTimeout); a list shows what was last read,
+// without waiting on the platform.
+func (a *AdminAPI) measure(ctx context.Context, v *AppView, app paas.App, fresh bool) {
+	if a.Meter == nil {
+		return
+	}
+	if fresh && a.Pricer != nil && v.Status == StatusUp {
+		ctx, cancel := context.WithTimeout(ctx, measureTimeout)
+		_, _ = a.Pricer.Cost(ctx, app) // what it reads is kept by the driver for Measured
+		cancel()
+	}
+	m := a.Meter.Measured(app)
+	if m.BootTime > 0 {
+		v.BootTime = m.BootTime.Round(time.Millisecond).String()
+	}
+	if m.MemoryBytes > 0 {
+		v.MemoryBytes, v.MemoryAt = m.MemoryBytes, ptime(m.MemoryAt)
+	}
 }
 
 func (a *AdminAPI) list(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/paastest"
@@ -83,6 +84,34 @@ func TestAdminAPI(t *testing.T) {
 		}
 		if code, s, _ := call(t, h, "PUT", "/api/settings", `{"dry_rn": true}`); code != 400 || !strings.Contains(s["error"].(string), "dry_rn") {
 			t.Errorf("bad settings: %d %v", code, s)
+		}
+	})
+}
+
+func TestAdminAPI_ShowsWhatTheDriverMeasured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("app", "other")
+		at := time.Now()
+		fake.SetMeasures("app", paas.Measures{BootTime: 1234567 * time.Microsecond, MemoryBytes: 42 << 20, MemoryAt: at})
+		e := newEnv(t, fake, "")
+		e.route(config("app"))
+		e.route(config("other"))
+		e.start()
+		defer e.stop()
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store, Meter: fake}).Handler()
+		_, v, _ := call(t, h, "GET", "/api/apps/app", "")
+		if v["boot_time"] != "1.235s" || v["memory_bytes"] != float64(42<<20) || v["memory_at"] != at.UTC().Format(time.RFC3339Nano) {
+			t.Errorf("app: boot %v, memory %v at %v; want 1.235s, 42 MiB at %s", v["boot_time"], v["memory_bytes"], v["memory_at"], at)
+		}
+		_, _, list := call(t, h, "GET", "/api/apps", "")
+		for _, x := range list {
+			o := x.(map[string]any)
+			_, boot := o["boot_time"]
+			_, mem := o["memory_bytes"]
+			if (o["app_id"] == "app") != (boot && mem) {
+				t.Errorf("list: %v has boot_time %v, memory_bytes %v", o["app_id"], boot, mem)
+			}
 		}
 	})
 }

@@ -59,6 +59,9 @@ type EngineOptions struct {
 	AdminToken conf.Secret
 	// Notifier is told of the events webhooks announce (notify.go); nil: none.
 	Notifier Notifier
+	// Policies gives what apps say of their own policy (the platform driver,
+	// when it is a paas.PolicyHinter); nil: the routes' policy alone.
+	Policies paas.PolicyHinter
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their
@@ -85,13 +88,20 @@ type Engine struct {
 	flushErr throttle
 }
 
-// ManagedApp is an app at least one route manages, with the merged policy of those
-// routes: the longest grace period and fail timeout, every keep-up window.
+// ManagedApp is an app at least one route manages, with its effective policy: the
+// merged policy of those routes (the longest grace period and fail timeout, every
+// keep-up window), under what the app says of its own (applyHint).
 type ManagedApp struct {
 	App    paas.App
 	Name   string
 	Routes []string
 	Policy Policy
+	// GraceFrom says where the grace period comes from when the app set it
+	// (a container's label); empty: from the routes.
+	GraceFrom string
+	// PolicyProblem is what the app says of its own policy and cannot be used
+	// (an unreadable label): the routes' value applies.
+	PolicyProblem string
 }
 
 // app is the node's view of one app: its last known record, and this node's
@@ -201,8 +211,22 @@ func (e *Engine) Unregister(routeID, appID string, cfg *Config) {
 	}
 }
 
-// Managed lists the apps that routes manage now, sorted by id.
+// Managed lists the apps that routes manage now, sorted by id, with their
+// effective policies. It does not wait on the platform (the hints are the
+// driver's memory).
 func (e *Engine) Managed() []ManagedApp {
+	out := e.managed()
+	if e.opts.Policies != nil {
+		for i := range out {
+			h, err := e.opts.Policies.AppPolicy(out[i].App)
+			out[i].Policy, out[i].GraceFrom, out[i].PolicyProblem = applyHint(out[i].Policy, h, err)
+		}
+	}
+	return out
+}
+
+// managed lists the apps that routes manage, with their routes' merged policy.
+func (e *Engine) managed() []ManagedApp {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	out := make([]ManagedApp, 0, len(e.apps))

@@ -97,6 +97,10 @@ func TestHold_ParkedRequestsAreReleasedWhenTheAppIsUp(t *testing.T) {
 	}
 	ch := sendAll(url, reqs...)
 	testwait.For(t, 5*time.Second, "20 requests parked", func() bool { return rig.gw.Parked() == 20 && rig.app.held.Load() == 20 })
+	// The platform finishes the start once it was asked for it: finished
+	// before, the app would be up without a start (a busy machine delays the
+	// job's start past the parking).
+	testwait.For(t, 5*time.Second, "the start call", func() bool { return rig.fake.Count("start", "app") == 1 })
 	rig.fake.FinishStart("app")
 	got := answersIn(t, ch)
 	for i, a := range got {

@@ -147,11 +147,17 @@ func (n *node) clusterAPI() *leader.API {
 	return &leader.API{Node: n.parts.leader, Asks: n.parts.job, Logger: n.log, Writes: writes, Local: local}
 }
 
-// adminOf is the node's reaper admin API, pricing savings with the driver when
-// it can.
+// adminOf is the node's reaper admin API, pricing savings with the driver and
+// showing what it measured of the apps, when it can.
 func (n *node) adminOf() *reaper.AdminAPI {
-	pricer, _ := n.parts.driver.(paas.Pricer)
-	return &reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store, Pricer: pricer}
+	api := &reaper.AdminAPI{Engine: n.parts.engine, Store: n.parts.store}
+	if p, ok := n.parts.driver.(paas.Pricer); ok {
+		api.Pricer = p
+	}
+	if m, ok := n.parts.driver.(paas.Meter); ok {
+		api.Meter = m
+	}
+	return api
 }
 
 // watchMetrics registers the collectors that read the node at scrape time.

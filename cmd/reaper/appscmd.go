@@ -86,7 +86,14 @@ func printApp(w io.Writer, a reaper.AppView, now time.Time) {
 	}
 	if a.Managed {
 		line("routes", strings.Join(a.Routes, ", "))
-		line("policy", "sleeps after "+a.GracePeriod+" idle; a wake fails after "+a.FailTimeout)
+		grace := a.GracePeriod
+		if a.GracePeriodFrom != "" {
+			grace += " (" + a.GracePeriodFrom + ")"
+		}
+		line("policy", "sleeps after "+grace+" idle; a wake fails after "+a.FailTimeout)
+		if a.PolicyError != "" {
+			line("policy error", a.PolicyError+" (the routes' value applies)")
+		}
 	} else {
 		line("routes", "none: known to the store only")
 	}

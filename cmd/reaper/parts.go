@@ -173,6 +173,9 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 	if p.webhooks != nil {
 		opts.Notifier = p.webhooks
 	}
+	if h, ok := p.driver.(paas.PolicyHinter); ok {
+		opts.Policies = h // a container's reaper.grace_period
+	}
 	switch cfg.PaaS.Driver {
 	case config.DriverProcess, config.DriverDocker:
 		opts.ReadyDelay = 0 // readiness is probed: up means answering

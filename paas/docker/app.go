@@ -168,13 +168,26 @@ func describeExit(v *view) string {
 	return fmt.Sprintf("exited with status %d", v.exitCode)
 }
 
-// cameBackWhy explains a container that runs without a start of ours, for the log.
-func cameBackWhy(v *view) string {
+// cameBackWhy explains a container that runs without a start of ours, for the
+// log. lost and back are the engine's last outage as the driver saw it (zero:
+// none): a container with an always or unless-stopped policy that started
+// during it, or just after the engine answered again, was started by its
+// policy as the engine restarted.
+func cameBackWhy(v *view, lost, back time.Time) string {
+	const then = "; if a route manages it, it goes back to sleep after its grace period"
 	switch v.restart {
 	case container.RestartPolicyAlways, container.RestartPolicyUnlessStopped:
-		return fmt.Sprintf("started by hand, or by its restart policy %q (the engine starts it again when the engine restarts); if a route manages it, it goes back to sleep after its grace period", v.restart)
+		if !lost.IsZero() && !back.IsZero() && v.startedAt.After(lost) && v.startedAt.Before(back.Add(restartedWithin)) {
+			return fmt.Sprintf("brought back by its restart policy %q as the engine restarted (unreachable from %s to %s)%s",
+				v.restart, lost.UTC().Format(time.TimeOnly), back.UTC().Format(time.TimeOnly), then)
+		}
+		return fmt.Sprintf("started by hand, or by its restart policy %q (the engine starts it again when the engine restarts)%s", v.restart, then)
 	case container.RestartPolicyOnFailure:
-		return "started by hand, or by its restart policy \"on-failure\" after a crash; if a route manages it, it goes back to sleep after its grace period"
+		return "started by hand, or by its restart policy \"on-failure\" after a crash" + then
 	}
-	return "started from outside (docker start, compose, a deploy); if a route manages it, it goes back to sleep after its grace period"
+	return "started from outside (docker start, compose, a deploy)" + then
 }
+
+// restartedWithin is how long after an engine answers again a container it
+// starts is still taken for one its restart policy brought back.
+const restartedWithin = 30 * time.Second

@@ -116,3 +116,63 @@ func TestDescribeExit(t *testing.T) {
 		}
 	}
 }
+
+func TestGraceLabel(t *testing.T) {
+	for _, tc := range []struct {
+		labels  map[string]string
+		want    time.Duration
+		wantErr string
+	}{
+		{map[string]string{LabelEnable: "true"}, 0, ""},
+		{map[string]string{LabelGracePeriod: "2s"}, 2 * time.Second, ""},
+		{map[string]string{LabelGracePeriod: " 90 "}, 90 * time.Second, ""}, // bare seconds, as in the file
+		{map[string]string{LabelGracePeriod: "1h30m"}, 90 * time.Minute, ""},
+		{map[string]string{LabelGracePeriod: "soon"}, 0, `label reaper.grace_period: "soon" is not a duration`},
+		{map[string]string{LabelGracePeriod: "0"}, 0, `label reaper.grace_period: "0" must be more than 0`},
+		{map[string]string{LabelGracePeriod: "-5m"}, 0, `"-5m" is negative`},
+		{map[string]string{LabelGracePeriod: ""}, 0, `is not a duration`},
+	} {
+		got, err := graceLabel(tc.labels)
+		if got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.labels, got, tc.want)
+		}
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v, want no error", tc.labels, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: %v, want an error with %q", tc.labels, err, tc.wantErr)
+		}
+	}
+	// A grace period that cannot be read does not keep the driver from the app.
+	if _, problem := fromLabels("x", map[string]string{LabelEnable: "true", LabelGracePeriod: "soon"}); problem != "" {
+		t.Errorf("an unreadable grace period is a problem of the driver's: %q", problem)
+	}
+}
+
+func TestCameBackWhy(t *testing.T) {
+	lost := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	back := lost.Add(4 * time.Second)
+	always := func(started time.Time) *view {
+		return &view{restart: container.RestartPolicyAlways, startedAt: started}
+	}
+	for _, c := range []struct {
+		name       string
+		v          *view
+		lost, back time.Time
+		want       string
+	}{
+		{"the engine restarted", always(back.Add(-time.Second)), lost, back, `brought back by its restart policy "always" as the engine restarted (unreachable from 12:00:00 to 12:00:04)`},
+		{"started just after the engine answered", always(back.Add(time.Second)), lost, back, `as the engine restarted`},
+		{"long after the outage", always(back.Add(time.Hour)), lost, back, `started by hand, or by its restart policy "always"`},
+		{"before the outage", always(lost.Add(-time.Minute)), lost, back, `started by hand, or by its restart policy "always"`},
+		{"no outage", always(back), time.Time{}, time.Time{}, `started by hand, or by its restart policy "always"`},
+		{"still out", always(back), lost, time.Time{}, `started by hand, or by its restart policy "always"`},
+		{"no restart policy", &view{startedAt: back}, lost, back, "started from outside (docker start, compose, a deploy)"},
+		{"on-failure", &view{restart: container.RestartPolicyOnFailure, startedAt: back}, lost, back, `"on-failure" after a crash`},
+	} {
+		got := cameBackWhy(c.v, c.lost, c.back)
+		if !strings.Contains(got, c.want) || !strings.HasSuffix(got, "goes back to sleep after its grace period") {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

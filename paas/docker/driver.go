@@ -15,9 +15,11 @@ import (
 )
 
 var (
-	_ paas.Client  = (*Driver)(nil)
-	_ paas.Watcher = (*Driver)(nil)
-	_ paas.Pricer  = (*Driver)(nil)
+	_ paas.Client       = (*Driver)(nil)
+	_ paas.Watcher      = (*Driver)(nil)
+	_ paas.Pricer       = (*Driver)(nil)
+	_ paas.PolicyHinter = (*Driver)(nil)
+	_ paas.Meter        = (*Driver)(nil)
 )
 
 // firstSyncWait bounds how long New waits for each engine to be listed, so that

@@ -39,7 +39,7 @@ func TestDriver_StartWaitsForReadinessThenStopPutsToSleep(t *testing.T) {
 	if obs.Deployment.State != paas.DeploymentOK || obs.Deployment.Action != "DEPLOY" {
 		t.Errorf("up: deployment %+v, want OK DEPLOY", obs.Deployment)
 	}
-	if bt := d.BootTime("web"); bt < 300*time.Millisecond {
+	if bt := d.Measured(paas.App{ID: "web"}).BootTime; bt < 300*time.Millisecond {
 		t.Errorf("boot time %s, want at least the app's 300ms boot", bt)
 	}
 	if n := pushed.count("web"); n < 2 {
@@ -51,6 +51,9 @@ func TestDriver_StartWaitsForReadinessThenStopPutsToSleep(t *testing.T) {
 	cost, err := d.Cost(bg, paas.App{ID: "web"})
 	if err != nil || cost.MemoryBytes <= 0 || cost.Currency != "EUR" {
 		t.Errorf("cost of a running app: %+v, %v; want its memory, in EUR", cost, err)
+	}
+	if m := d.Measured(paas.App{ID: "web"}); m.MemoryBytes != cost.MemoryBytes || m.MemoryAt.IsZero() {
+		t.Errorf("measured %+v, want the memory Cost read (%d) and when", m, cost.MemoryBytes)
 	}
 
 	if err := d.Stop(bg, paas.App{ID: "web"}); err != nil {

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,11 @@ const (
 	LabelDependsOn     = "reaper.depends_on"     // app ids, comma-separated
 	LabelPricePerHour  = "reaper.price_per_hour" // 0.05
 	LabelCurrency      = "reaper.currency"       // EUR
+	// LabelGracePeriod is the app's idle time before sleep (15m): unlike the
+	// others it is not the driver's but reaper's, and wins over the grace period
+	// of the routes that manage the app (Driver.AppPolicy). A value that cannot
+	// be read is logged and shown; the routes' grace period applies then.
+	LabelGracePeriod = "reaper.grace_period"
 )
 
 // optedIn reports whether a container's labels let reaper manage it.
@@ -87,6 +93,23 @@ func fromLabels(name string, labels map[string]string) (AppConfig, string) {
 	return c, ""
 }
 
+// graceLabel reads the grace period a container's labels set: 0 and nil when
+// they set none, 0 and why when its value cannot be used.
+func graceLabel(labels map[string]string) (time.Duration, error) {
+	v, ok := labels[LabelGracePeriod]
+	if !ok {
+		return 0, nil
+	}
+	d, err := conf.ParseDuration(v)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("label %s: %w", LabelGracePeriod, err)
+	case d <= 0:
+		return 0, fmt.Errorf("label %s: %s must be more than 0", LabelGracePeriod, strconv.Quote(v))
+	}
+	return d, nil
+}
+
 // spec is an app's configuration with the defaults applied, as the driver uses it.
 type spec struct {
 	id        string
@@ -99,7 +122,9 @@ type spec struct {
 	dependsOn []string
 	price     float64
 	currency  string
-	problem   string // its labels could not be read: seen, never started or stopped
+	problem   string        // its labels could not be read: seen, never started or stopped
+	grace     time.Duration // reaper.grace_period, for reaper (AppPolicy); 0: not set
+	graceErr  error         // reaper.grace_period is set but cannot be used
 }
 
 // resolve applies the defaults; host is the engine's name.

@@ -54,6 +54,7 @@ func (d *Driver) reconcile(adopting bool) {
 			cfg, problem := fromLabels(f.v.name, f.v.labels)
 			s := cfg.resolve(f.h.name)
 			s.labels, s.problem = true, problem
+			s.grace, s.graceErr = graceLabel(f.v.labels)
 			a = newApp(s, f.h)
 			a.cid = f.v.id
 			d.discovered[id] = a
@@ -163,7 +164,14 @@ func (d *Driver) logDiscovered(a *app) {
 		d.log.Error("a container opted in with labels reaper cannot read: it is never started or stopped", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "problems", a.spec.problem)
 		return
 	}
-	d.log.Info("app discovered from its container's labels", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "stop_method", a.spec.method)
+	args := []any{"app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "stop_method", a.spec.method}
+	if a.spec.grace > 0 {
+		args = append(args, "grace_period", a.spec.grace)
+	}
+	d.log.Info("app discovered from its container's labels", args...)
+	if a.spec.graceErr != nil {
+		d.log.Error("a container's grace period cannot be read: the grace period of the routes that manage its app applies", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "err", a.spec.graceErr)
+	}
 }
 
 // logView says what a change of the container means.
@@ -171,7 +179,8 @@ func (d *Driver) logView(a *app, v *view, ev viewEvent) {
 	args := []any{"app", a.spec.id, "engine", a.h.name, "container", a.spec.container}
 	switch {
 	case ev.outside:
-		d.log.Info("container runs without a start of reaper's: "+cameBackWhy(v), append(args, "restart_policy", string(v.restart))...)
+		lost, back := a.h.outage()
+		d.log.Info("container runs without a start of reaper's: "+cameBackWhy(v, lost, back), append(args, "restart_policy", string(v.restart))...)
 	case ev.failed != "":
 		d.log.Warn("container stopped before it was ready", append(args, "why", ev.failed)...)
 	case ev.stoppedOutside != "":

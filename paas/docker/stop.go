@@ -10,9 +10,6 @@ import (
 	"github.com/reapergw/reaper/paas"
 )
 
-// memEvery bounds how often an app's memory is read from the engine's stats.
-const memEvery = 10 * time.Second
-
 // Stop puts the app to sleep with its stop method (stop, pause or kill), and
 // returns once the container no longer runs (a stop waits for the container's
 // exit, at most its stop_timeout before the engine kills it), or when ctx ends.
@@ -169,43 +166,4 @@ func (d *Driver) awaitStop(ctx context.Context, a *app) error {
 	case <-d.base.Done():
 		return ErrClosed
 	}
-}
-
-// Cost implements paas.Pricer: the app's price_per_hour, and the memory its
-// container uses, read from the engine's stats while it runs (at most every
-// memEvery), else as last read while it ran (0 if never, since this driver
-// started).
-func (d *Driver) Cost(ctx context.Context, pa paas.App) (paas.Cost, error) {
-	a, err := d.lookup(pa.ID)
-	if err != nil {
-		return paas.Cost{}, err
-	}
-	a.mu.Lock()
-	running := a.v != nil && a.v.running()
-	id, mem, at := "", a.mem, a.memAt
-	if running {
-		id = a.v.id
-	}
-	a.mu.Unlock()
-	if running && time.Since(at) >= memEvery {
-		if n, err := a.h.eng.Memory(ctx, id); err == nil && n > 0 {
-			mem = n
-			a.mu.Lock()
-			a.mem, a.memAt = n, time.Now()
-			a.mu.Unlock()
-		}
-	}
-	return paas.Cost{PerHour: a.spec.price, Currency: a.spec.currency, MemoryBytes: mem}, nil
-}
-
-// BootTime is how long the app's last start took, from the start call to its
-// readiness; 0 if reaper has not started it since the driver started.
-func (d *Driver) BootTime(appID string) time.Duration {
-	a, err := d.lookup(appID)
-	if err != nil {
-		return 0
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.lastBoot
 }

@@ -32,6 +32,16 @@ type host struct {
 	lastErr error
 	synced  bool
 	views   map[string]*view // by container id: those that opted in, or that declared apps name
+	// The last outage: when the stream was lost, and when the engine was
+	// listed again after it (zero: none yet), for cameBackWhy.
+	lostAt, backAt time.Time
+}
+
+// outage returns the engine's last outage (zero times: none).
+func (h *host) outage() (lost, back time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lostAt, h.backAt
 }
 
 func newHost(name string, eng engine) *host {
@@ -69,6 +79,9 @@ func (d *Driver) follow(h *host) {
 		h.mu.Lock()
 		wasUp := h.up
 		h.up, h.lastErr = false, err
+		if wasUp {
+			h.lostAt, h.backAt = time.Now(), time.Time{}
+		}
 		h.mu.Unlock()
 		if wasUp {
 			d.log.Warn("docker engine lost: reconnecting", "engine", h.name, "err", err, "retry_in", backoff)
@@ -102,6 +115,9 @@ func (d *Driver) followOnce(h *host) error {
 	}
 	h.mu.Lock()
 	h.views, h.up, h.lastErr = views, true, nil
+	if !h.lostAt.IsZero() && h.backAt.IsZero() {
+		h.backAt = time.Now()
+	}
 	first := !h.synced
 	h.synced = true
 	h.mu.Unlock()

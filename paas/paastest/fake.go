@@ -28,7 +28,8 @@ type App struct {
 	Name string
 }
 
-// Fake is a paas.Client, paas.DeploymentReader and paas.Watcher. By default a start
+// Fake is a paas.Client, paas.DeploymentReader, paas.Watcher, paas.PolicyHinter
+// and paas.Meter. By default a start
 // makes the app SHOULD_BE_UP at once and a stop SHOULD_BE_DOWN at once; set Manual
 // to leave the app WANTS_TO_BE_UP (start) or SHOULD_BE_UP (stop) until the test
 // calls SetState.
@@ -42,6 +43,8 @@ type Fake struct {
 	calls    []Call
 	errs     map[string][]error // op → errors returned by the next calls
 	watchers []func(string)
+	hints    map[string]hint
+	measures map[string]paas.Measures
 	// Started is signalled (non-blocking) on every start call.
 	Started chan string
 }
@@ -50,7 +53,51 @@ var (
 	_ paas.Client           = (*Fake)(nil)
 	_ paas.DeploymentReader = (*Fake)(nil)
 	_ paas.Watcher          = (*Fake)(nil)
+	_ paas.PolicyHinter     = (*Fake)(nil)
+	_ paas.Meter            = (*Fake)(nil)
 )
+
+// SetMeasures sets what Measured returns for the app.
+func (f *Fake) SetMeasures(id string, m paas.Measures) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.measures == nil {
+		f.measures = map[string]paas.Measures{}
+	}
+	f.measures[id] = m
+}
+
+// Measured implements paas.Meter with what SetMeasures set; nothing by default.
+func (f *Fake) Measured(app paas.App) paas.Measures {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.measures[app.ID]
+}
+
+type hint struct {
+	h   paas.PolicyHint
+	err error
+}
+
+// SetHint sets what the app says of its own policy (as a container's label
+// would), returned by AppPolicy from then on.
+func (f *Fake) SetHint(id string, h paas.PolicyHint, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hints == nil {
+		f.hints = map[string]hint{}
+	}
+	f.hints[id] = hint{h, err}
+}
+
+// AppPolicy implements paas.PolicyHinter with the hints SetHint set; none by
+// default.
+func (f *Fake) AppPolicy(app paas.App) (paas.PolicyHint, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.hints[app.ID]
+	return h.h, h.err
+}
 
 // New returns a fake knowing the given apps, all SHOULD_BE_DOWN.
 func New(ids ...string) *Fake {

@@ -10,7 +10,10 @@ import (
 	"github.com/reapergw/reaper/paas"
 )
 
-var _ paas.Pricer = (*Driver)(nil)
+var (
+	_ paas.Pricer = (*Driver)(nil)
+	_ paas.Meter  = (*Driver)(nil)
+)
 
 // rssEvery bounds how often an app's memory is measured (a walk of /proc).
 const rssEvery = 10 * time.Second
@@ -35,6 +38,20 @@ func (d *Driver) Cost(_ context.Context, pa paas.App) (paas.Cost, error) {
 		}
 	}
 	return paas.Cost{PerHour: a.spec.price, Currency: a.spec.currency, MemoryBytes: rss}, nil
+}
+
+// Measured implements paas.Meter: how long the last start of the app took, from
+// its spawn to its readiness (0 if this driver has not started it: an adopted
+// process is not timed), and its resident memory as Cost last measured it. It
+// never waits.
+func (d *Driver) Measured(pa paas.App) paas.Measures {
+	a, err := d.lookup(pa)
+	if err != nil {
+		return paas.Measures{}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return paas.Measures{BootTime: a.boot, MemoryBytes: a.rss, MemoryAt: a.rssAt}
 }
 
 // groupRSS sums the resident memory of the live members of process group pgid,

@@ -3,13 +3,15 @@ package process
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/paas"
 )
 
 // An app's cost is its configured price and the resident memory of its process
-// group: measured while it runs, remembered once it stopped.
+// group: measured while it runs, remembered once it stopped. Measured gives that
+// memory and the start's boot time without measuring anything.
 func TestDriver_CostIsThePriceAndTheGroupsMemory(t *testing.T) {
 	cfg := demo(t, "hello", freeport.Addr(t))
 	cfg.PricePerHour, cfg.Currency = 0.25, "USD"
@@ -19,8 +21,16 @@ func TestDriver_CostIsThePriceAndTheGroupsMemory(t *testing.T) {
 	if c, err := d.Cost(t.Context(), app); err != nil || c.PerHour != 0.25 || c.Currency != "USD" || c.MemoryBytes != 0 {
 		t.Fatalf("before it ever ran: %+v, %v; want the price and no memory", c, err)
 	}
+	if m := d.Measured(app); m != (paas.Measures{}) {
+		t.Fatalf("measured before it ever ran: %+v", m)
+	}
+	began := time.Now()
 	start(t, d, "hello")
 	r.untilState(t, "hello", paas.StateShouldBeUp)
+	took := time.Since(began)
+	if m := d.Measured(app); m.BootTime <= 0 || m.BootTime > took || m.MemoryBytes != 0 {
+		t.Fatalf("measured once ready: %+v; want a boot time within the %s the start took, no memory yet", m, took)
+	}
 	running, err := d.Cost(t.Context(), app)
 	if err != nil || running.MemoryBytes < 1<<20 || running.MemoryBytes > 1<<30 {
 		t.Fatalf("running: %+v, %v; want the demo app's resident memory (1 MiB to 1 GiB)", running, err)
@@ -28,6 +38,9 @@ func TestDriver_CostIsThePriceAndTheGroupsMemory(t *testing.T) {
 	stop(t, d, "hello")
 	if c, err := d.Cost(t.Context(), app); err != nil || c.MemoryBytes != running.MemoryBytes {
 		t.Fatalf("stopped: %+v, %v; want the memory it held when last measured, %d", c, err, running.MemoryBytes)
+	}
+	if m := d.Measured(app); m.MemoryBytes != running.MemoryBytes || m.MemoryAt.IsZero() {
+		t.Errorf("measured once stopped: %+v, want the memory Cost read (%d) and when", m, running.MemoryBytes)
 	}
 	if _, err := d.Cost(t.Context(), paas.App{ID: "nope"}); err == nil {
 		t.Fatal("an unknown app has a cost")

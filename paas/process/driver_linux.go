@@ -52,6 +52,7 @@ type app struct {
 	proc  *proc            // the running process group, nil when none
 	rss   int64            // the group's resident memory when last measured, bytes
 	rssAt time.Time        // when
+	boot  time.Duration    // spawn → ready, of the last start of ours
 }
 
 // New returns a driver for opts.Apps. It starts no app, but adopts the apps a previous

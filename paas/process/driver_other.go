@@ -49,3 +49,6 @@ func (d *Driver) Cost(context.Context, paas.App) (paas.Cost, error) {
 
 // StopApps returns ErrUnsupported.
 func StopApps(context.Context, StopOptions) (StopReport, error) { return StopReport{}, ErrUnsupported }
+
+// Measured measures nothing.
+func (d *Driver) Measured(paas.App) paas.Measures { return paas.Measures{} }

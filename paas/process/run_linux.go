@@ -191,6 +191,9 @@ func (d *Driver) markReady(a *app, p *proc) {
 	}
 	p.ready = true
 	a.set(paas.StateShouldBeUp, &paas.Deployment{State: paas.DeploymentOK, Action: "DEPLOY", At: p.started})
+	if p.cmd != nil { // ours, not adopted: started at p.started
+		a.boot = time.Since(p.started)
+	}
 	a.mu.Unlock()
 	// Watchers first: held requests wait for what they do next; the log line can
 	// wait for them.

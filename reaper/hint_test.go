@@ -1,0 +1,89 @@
+package reaper
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/paastest"
+)
+
+func TestApplyHint(t *testing.T) {
+	routes := Policy{GracePeriod: time.Hour, FailTimeout: 2 * time.Minute, MustBeUp: []Range{{}}, Prewake: true}
+	label := "label reaper.grace_period of container web-1"
+	bad := errors.New(`container web-1: label reaper.grace_period: "soon" is not a duration`)
+	for _, tc := range []struct {
+		name          string
+		hint          paas.PolicyHint
+		err           error
+		grace         time.Duration
+		from, problem string
+	}{
+		{"no hint: the routes'", paas.PolicyHint{}, nil, time.Hour, "", ""},
+		{"a shorter label wins", paas.PolicyHint{GracePeriod: 2 * time.Second, From: label}, nil, 2 * time.Second, label, ""},
+		{"a longer label wins too", paas.PolicyHint{GracePeriod: 3 * time.Hour, From: label}, nil, 3 * time.Hour, label, ""},
+		{"an unreadable label: the routes', and why", paas.PolicyHint{}, bad, time.Hour, "", bad.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, from, problem := applyHint(routes, tc.hint, tc.err)
+			if p.GracePeriod != tc.grace || from != tc.from || problem != tc.problem {
+				t.Errorf("got %s, %q, %q; want %s, %q, %q", p.GracePeriod, from, problem, tc.grace, tc.from, tc.problem)
+			}
+			if p.FailTimeout != routes.FailTimeout || len(p.MustBeUp) != 1 || !p.Prewake {
+				t.Errorf("the rest of the policy changed: %+v", p)
+			}
+		})
+	}
+}
+
+// The app's own grace period is the one the job sleeps it on, the one the admin
+// API shows (with reap_at), and a change of it is seen on the next pass.
+func TestReaper_TheAppsOwnGracePeriodWinsOverItsRoutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("app")
+		fake.SetHint("app", paas.PolicyHint{GracePeriod: 2 * time.Minute, From: "label reaper.grace_period of container app-1"}, nil)
+		e := newEnv(t, fake, "")
+		e.engine.opts.Policies = fake
+		p := e.route(config("app")) // grace_period: 15m
+		e.start()
+		defer e.stop()
+		settle()
+		if r := do(t.Context(), p, apiRequest("GET", "/"), false); r.err != nil || r.answer != nil {
+			t.Fatalf("wake: %v / %v", r.answer, r.err)
+		}
+		upAt := time.Now()
+		time.Sleep(10 * time.Second) // the traffic flushed: no longer in flight
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
+		_, v, _ := call(t, h, "GET", "/api/apps/app", "")
+		if v["grace_period"] != "2m0s" || v["grace_period_from"] != "label reaper.grace_period of container app-1" {
+			t.Errorf("admin view: grace %v from %v, want the label's 2m0s", v["grace_period"], v["grace_period_from"])
+		}
+		if at, _ := time.Parse(time.RFC3339Nano, v["reap_at"].(string)); at.Sub(upAt) > 2*time.Minute+time.Second {
+			t.Errorf("reap_at %s, %s after the wake: want about 2m", at, at.Sub(upAt))
+		}
+		time.Sleep(3 * time.Minute) // synctest: simulated
+		settle()
+		if st := p.app.status(); st != StatusDown || fake.Count("stop", "app") != 1 {
+			t.Fatalf("3m after the wake: %s, %d stops; want Down after the label's 2m", st, fake.Count("stop", "app"))
+		}
+
+		// Recreated with a label that cannot be read: the route's 15m, and why.
+		fake.SetHint("app", paas.PolicyHint{}, errors.New(`label reaper.grace_period: "soon" is not a duration`))
+		if r := do(t.Context(), p, apiRequest("GET", "/"), false); r.err != nil || r.answer != nil {
+			t.Fatalf("second wake: %v / %v", r.answer, r.err)
+		}
+		_, v, _ = call(t, h, "GET", "/api/apps/app", "")
+		if v["grace_period"] != "15m0s" || v["grace_period_from"] != nil || !strings.Contains(v["policy_error"].(string), `"soon"`) {
+			t.Errorf("admin view: grace %v from %v, error %v; want the route's 15m0s and the label's problem", v["grace_period"], v["grace_period_from"], v["policy_error"])
+		}
+		time.Sleep(5 * time.Minute)
+		settle()
+		if st := p.app.status(); st != StatusUp {
+			t.Errorf("5m after the second wake: %s, want Up (the route's 15m)", st)
+		}
+	})
+}
