@@ -117,7 +117,7 @@ func (rig *holdRig) start(t *testing.T, parking bool, cfg, target string) {
 	wg.Add(2)
 	go func() { defer wg.Done(); rig.engine.Run(ctx) }()
 	go func() { defer wg.Done(); job.Run(ctx, 0) }()
-	t.Cleanup(func() { rig.engine.Shutdown(); cancel(); wg.Wait() })
+	t.Cleanup(func() { rig.engine.Shutdown(); drainParked(t, rig.gw); cancel(); wg.Wait() })
 	rig.app = rig.engine.app("app")
 	testwait.For(t, 5*time.Second, "the app is seen Down", func() bool { return rig.app.status() == StatusDown })
 }

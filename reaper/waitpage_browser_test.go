@@ -94,10 +94,22 @@ func newPageRig(t *testing.T, route, cfg string, platform func(*paastest.Fake)) 
 	wg.Add(2)
 	go func() { defer wg.Done(); rig.engine.Run(ctx) }()
 	go func() { defer wg.Done(); job.Run(ctx, 0) }()
-	t.Cleanup(func() { rig.engine.Shutdown(); cancel(); wg.Wait() })
+	t.Cleanup(func() { rig.engine.Shutdown(); drainParked(t, gw); cancel(); wg.Wait() })
 	rig.app = rig.engine.app("app")
 	testwait.For(t, 5*time.Second, "the app is seen Down", func() bool { return rig.app.status() == StatusDown })
 	return rig
+}
+
+// drainParked waits until the requests the engine's shutdown answered are handed
+// back to the front server, as a node does before its server shuts down: a
+// connection handed back while httptest's Close waits for its connections makes
+// it misuse its WaitGroup.
+func drainParked(t *testing.T, gw *plugin.Gateway) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := gw.Drain(ctx); err != nil {
+		t.Errorf("parked requests not handed back at the end: %v", err)
+	}
 }
 
 // pageLoads are the requests for the page the app received, from its i-th on.
