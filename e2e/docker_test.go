@@ -44,6 +44,9 @@ type dockerEnv struct {
 	p     *reaperProc
 	dir   string // reaper's directory, kept across restarts
 	host  string // the engine reaper drives; empty: the proxy
+	// hostName, when set, puts that engine in paas.docker.hosts[] under this
+	// name rather than in paas.docker.host.
+	hostName string
 }
 
 func newDockerEnv(t *testing.T) *dockerEnv {
@@ -86,9 +89,9 @@ reaper:
 paas:
   driver: docker
   docker:
-    host: %s
+    %s
     apps:
-`, dockerAdminToken, cmp.Or(e.host, e.proxy.Host()))
+`, dockerAdminToken, e.engineConfig())
 	for _, a := range e.apps {
 		if a.labels != nil {
 			continue // discovered
@@ -116,6 +119,15 @@ paas:
 			a.id, a.id, a.addr, a.id, grace, fail, extra)
 	}
 	return b.String()
+}
+
+// engineConfig is the engine's key of paas.docker: host, or hosts[].
+func (e *dockerEnv) engineConfig() string {
+	host := cmp.Or(e.host, e.proxy.Host())
+	if e.hostName != "" {
+		return fmt.Sprintf("hosts: [{name: %s, host: %q}]", e.hostName, host)
+	}
+	return "host: " + host
 }
 
 func (e *dockerEnv) start() *reaperProc {
