@@ -2,7 +2,8 @@
 // demo app's image from local files (no registry is needed), creates containers
 // under a name prefix unique to the test process and removes them in t.Cleanup,
 // and runs an allow-list proxy in front of the engine's socket (proxy.go) that
-// fails the test on any call the docker driver must never make.
+// fails the test on any call the docker driver must never make. It also runs
+// nginx with the socket-proxy recipe of docs/docker.md (nginx_linux.go).
 //
 // Tests skip when no engine answers, and fail instead when the environment sets
 // REAPER_REQUIRE_DOCKER=1 (as CI does). Only tests import it.

@@ -18,9 +18,10 @@ import (
 
 // Allowed are the Engine API calls the docker driver may make, and the only ones a
 // socket proxy in front of reaper needs to let through (docs/docker.md has the
-// same list for HAProxy and nginx): the version handshake, listing, inspecting
-// and watching containers, reading their stats, starting, stopping, killing,
-// pausing and unpausing them. Paths are matched without their /v1.xx prefix.
+// same list, and an nginx recipe that StartNginx runs): the version handshake,
+// listing, inspecting and watching containers, reading their stats, starting,
+// stopping, killing, pausing and unpausing them. Paths are matched without their
+// /v1.xx prefix.
 var Allowed = []struct {
 	Method string
 	Path   *regexp.Regexp
