@@ -39,7 +39,7 @@ func listenerFile(t *testing.T) (string, *os.File) {
 type traffic struct {
 	ok, failed atomic.Int64
 	slowest    atomic.Int64 // nanoseconds
-	pids       sync.Map // app pid → true
+	pids       sync.Map     // app pid → true
 	mu         sync.Mutex
 	errs       []string
 	stop       chan struct{}
