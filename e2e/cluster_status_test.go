@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"context"
+	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -35,10 +38,10 @@ func TestCluster_StatusShowsAKilledNodeUnreachable(t *testing.T) {
 		// The leader may step down for a moment while the dead node's heartbeats fail;
 		// wait until the node asked names the same leader again.
 		testwait.For(t, 15*time.Second, "cluster status on "+asked.id+" to name leader "+lead.ID, func() bool {
-			var err error
-			out, err = reaperCLI(t, "cluster", "status", "--config", asked.p.config)
-			if err != nil {
-				t.Fatal(err)
+			var code int
+			out, code = reaperCLIExit(t, "cluster", "status", "--config", asked.p.config)
+			if code != 8 { // a member does not answer
+				t.Fatalf("cluster status with %s killed exits %d, want 8:\n%s", dead.id, code, out)
 			}
 			return strings.Contains(out, "leader "+lead.ID+"\n")
 		})
@@ -64,4 +67,20 @@ func TestCluster_StatusShowsAKilledNodeUnreachable(t *testing.T) {
 			t.Errorf("on %s, the leader %s: %q; want reachable, leader, no last contact:\n%s", asked.id, lead.ID, ld, out)
 		}
 	}
+}
+
+// reaperCLIExit runs the reaper command and returns its output and exit status.
+func reaperCLIExit(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins.reaper, args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("reaper %s: %v", strings.Join(args, " "), err)
+	}
+	return stdout.String() + stderr.String(), cmd.ProcessState.ExitCode()
 }

@@ -30,6 +30,7 @@ status probes every member from that node (over the cluster's internal API,
 2 s at most): whether it answers (REACH), the round trip (RTT), its role and,
 for a follower, how long ago the leader last contacted it. A killed member is
 still a voter until it is removed: it shows as unreachable, with why below.
+status exits 8 when a member does not answer, or sees another leader or term.
 Instead of --config, --admin URL and --token (or $REAPER_ADMIN_URL and
 $REAPER_ADMIN_TOKEN; --cacert FILE for https://) name any node's admin API.
 `
@@ -140,7 +141,25 @@ func printClusterAnswer(sub string, code int, out []byte, stdout, stderr io.Writ
 		return exitCode(1)
 	}
 	printStatus(stdout, st)
+	if sub == "status" && !allAnswer(st) {
+		return exitCode(8) // the table says which member and why
+	}
 	return nil
+}
+
+// allAnswer reports whether every member of a probed status answered, without
+// an error, and sees the leader and term of the node asked.
+func allAnswer(st leader.Status) bool {
+	for _, m := range st.Members {
+		p := m.Probe
+		if p == nil || m.ID == st.ID {
+			continue
+		}
+		if !p.Reachable || p.Error != "" || p.Self == nil || p.Self.LeaderID != st.LeaderID || p.Self.Term != st.Term {
+			return false
+		}
+	}
+	return st.LeaderID != ""
 }
 
 // printStatus prints the node's view, and for a probed status each member's

@@ -119,3 +119,35 @@ n4: sees leader - at term 5
 		t.Errorf("printStatus printed:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// cluster status exits 8 when a probed member did not answer, answered with an
+// error, or sees another leader or term: a script can alert on it.
+func TestAllAnswer(t *testing.T) {
+	self := func(id string, term uint64, lead string) *leader.Probe {
+		return &leader.Probe{Reachable: true, Self: &leader.Self{ID: id, Term: term, LeaderID: lead}}
+	}
+	status := func(lead string, probes ...*leader.Probe) leader.Status {
+		st := leader.Status{ID: "n1", Term: 4, LeaderID: lead}
+		for i, p := range append([]*leader.Probe{self("n1", 4, lead)}, probes...) {
+			st.Members = append(st.Members, leader.Member{ID: fmt.Sprintf("n%d", i+1), Probe: p})
+		}
+		return st
+	}
+	for _, c := range []struct {
+		name string
+		st   leader.Status
+		want bool
+	}{
+		{"all answer", status("n1", self("n2", 4, "n1"), self("n3", 4, "n1")), true},
+		{"not probed", leader.Status{ID: "n1", LeaderID: "n1", Members: []leader.Member{{ID: "n2"}}}, true},
+		{"one unreachable", status("n1", self("n2", 4, "n1"), &leader.Probe{Error: "connection refused"}), false},
+		{"one answered 401", status("n1", &leader.Probe{Reachable: true, Error: "answered 401"}), false},
+		{"one sees another term", status("n1", self("n2", 5, "")), false},
+		{"one sees another leader", status("n1", self("n2", 4, "n3")), false},
+		{"no leader", status("", self("n2", 4, "")), false},
+	} {
+		if got := allAnswer(c.st); got != c.want {
+			t.Errorf("%s: allAnswer = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
