@@ -325,7 +325,7 @@ routes:
 
 	good := writeConfig(t, t.TempDir(), gatewayConfig(route("a", "a.test", "http://127.0.0.1:1")))
 	out, err = exec.Command(bins.reaper, "check", "--config", good).CombinedOutput()
-	if err != nil || !strings.HasSuffix(string(out), ": ok (1 routes, driver process, store memory)\n") {
+	if err != nil || !strings.HasSuffix(string(out), ": ok (1 route, driver process, store memory)\n") {
 		t.Errorf("good file: %v %s", err, out)
 	}
 }

@@ -209,6 +209,10 @@ func checkCmd(args []string, env func(string) (string, bool), stdout, stderr io.
 		printConfigErrors(stderr, *path, err)
 		return exitCode(1)
 	}
-	fmt.Fprintf(stdout, "%s: ok (%d routes, driver %s, store %s)\n", *path, len(cfg.Routes), cfg.PaaS.Driver, cfg.Store.Driver)
+	routes := "routes"
+	if len(cfg.Routes) == 1 {
+		routes = "route"
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d %s, driver %s, store %s)\n", *path, len(cfg.Routes), routes, cfg.PaaS.Driver, cfg.Store.Driver)
 	return nil
 }
