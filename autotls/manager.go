@@ -61,6 +61,9 @@ type Options struct {
 	CertWait time.Duration
 	// AskTimeout bounds a call to Ask; default 10 s.
 	AskTimeout time.Duration
+	// RenewCheckInterval is how often the certificates are checked for renewal;
+	// default certmagic's (10 minutes). Tests shorten it.
+	RenewCheckInterval time.Duration
 }
 
 // DefaultCertWait is the default of Options.CertWait.
@@ -118,7 +121,7 @@ func New(opts Options) (*Manager, error) {
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	zl := zapLogger(m.log.Handler())
-	m.cache = certmagic.NewCache(certmagic.CacheOptions{GetConfigForCert: m.configFor, Logger: zl})
+	m.cache = certmagic.NewCache(certmagic.CacheOptions{GetConfigForCert: m.configFor, Logger: zl, RenewCheckInterval: opts.RenewCheckInterval})
 	m.managed, m.issuer = m.newConfig(zl, nil)
 	if opts.OnDemand {
 		m.onDemand, _ = m.newConfig(zl, &certmagic.OnDemandConfig{DecisionFunc: m.decideOnDemand})

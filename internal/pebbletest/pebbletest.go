@@ -49,6 +49,9 @@ type Options struct {
 	// HTTPPort and TLSPort are where pebble validates HTTP-01 and TLS-ALPN-01
 	// challenges: reaper's node.tls.acme.http_listen and node.listen ports.
 	HTTPPort, TLSPort int
+	// Validity is how long the certificates pebble issues are valid; 0: its
+	// default (90 days).
+	Validity time.Duration
 }
 
 // Server is a running pebble, stopped in t.Cleanup.
@@ -90,6 +93,11 @@ func Start(t testing.TB, opts Options) *Server {
 		"httpPort": opts.HTTPPort, "tlsPort": opts.TLSPort,
 		"keyAlgorithm": "ecdsa",
 	}}
+	if opts.Validity > 0 {
+		conf["pebble"].(map[string]any)["profiles"] = map[string]any{
+			"default": map[string]any{"description": "short-lived, for renewal tests", "validityPeriod": int(opts.Validity.Seconds())},
+		}
+	}
 	confFile := filepath.Join(dir, "pebble.json")
 	b, _ := json.Marshal(conf)
 	if err := os.WriteFile(confFile, b, 0o600); err != nil {
