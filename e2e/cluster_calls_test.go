@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -243,15 +244,34 @@ func (e *clusterEnv) adminInFlight(n *clusterNode, name string) int {
 // reaperCLI runs the reaper binary and returns its standard output.
 func reaperCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	stdout, stderr, code := runReaperCLI(t, args...)
+	if code != 0 {
+		return stdout, fmt.Errorf("reaper %s: exit status %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	return stdout, nil
+}
+
+// reaperCLIExit runs the reaper command and returns what it printed (stdout,
+// then stderr) and its exit status.
+func reaperCLIExit(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	stdout, stderr, code := runReaperCLI(t, args...)
+	return stdout + stderr, code
+}
+
+func runReaperCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bins.reaper, args...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("reaper %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("reaper %s: %v", strings.Join(args, " "), err)
 	}
-	return stdout.String(), nil
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
 // internalCall posts to a node's internal API, signed with secret when it is not

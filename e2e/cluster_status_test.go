@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -67,20 +64,4 @@ func TestCluster_StatusShowsAKilledNodeUnreachable(t *testing.T) {
 			t.Errorf("on %s, the leader %s: %q; want reachable, leader, no last contact:\n%s", asked.id, lead.ID, ld, out)
 		}
 	}
-}
-
-// reaperCLIExit runs the reaper command and returns its output and exit status.
-func reaperCLIExit(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bins.reaper, args...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("reaper %s: %v", strings.Join(args, " "), err)
-	}
-	return stdout.String() + stderr.String(), cmd.ProcessState.ExitCode()
 }
