@@ -46,6 +46,9 @@ routes:
 			`paas.driver[2]: "process" is already listed at paas.driver[0]`,
 			`paas.driver[3]: "3" is not a driver`,
 		}},
+		{"a cluster", "node: {id: a}\nstore: {driver: valkey, address: '127.0.0.1:6379'}\npaas: {driver: [docker, process]}\ncluster: {raft_listen: '127.0.0.1:7000', secret: a-secret-of-32-characters-at-least, peers: [{id: a, raft_addr: '127.0.0.1:7000', api_addr: '127.0.0.1:9090'}]}", []string{
+			`paas.driver: process runs apps on one machine, which no other node can see`,
+		}},
 		{"empty", "paas: {driver: []}", []string{`paas.driver: must name at least one driver (process, clevercloud or docker)`}},
 		{"joined", "paas: {driver: process+docker}", []string{`paas.driver: "process+docker" is not a driver (list several as [process, docker])`}},
 		{"sections", "paas: {driver: [docker, clevercloud], apps: [{id: x, command: [x], ready: {tcp: '127.0.0.1:1'}}]}", []string{

@@ -139,3 +139,11 @@ func (c *Client) Stop(ctx context.Context, app paas.App) error {
 	}
 	return d.Stop(ctx, app)
 }
+
+// DriverOf returns the name of the app's driver, or "" when none owns it.
+func (c *Client) DriverOf(appID string) string {
+	if i := c.owner(appID); i >= 0 {
+		return c.drivers[i].Name
+	}
+	return ""
+}
