@@ -27,7 +27,7 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 		if c.Store.Driver != StoreValkey {
 			errs.Add("store.driver", "must be valkey in a cluster: the nodes share their state through it")
 		}
-		if c.PaaS.Driver == DriverProcess {
+		if c.PaaS.Driver.Has(DriverProcess) {
 			errs.Add("paas.driver", "process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud, or docker engines every node reaches)")
 		}
 		if c.Cluster.TLS != nil {
@@ -67,34 +67,60 @@ func (c *Config) checkWebhookApps(managed map[string]bool, errs *conf.Errors) {
 	}
 }
 
-// checkDriver checks that the driver is known and that only its own section is
-// given.
+// checkDriver checks that the drivers are known and that only their own
+// sections are given.
 func (c *Config) checkDriver(errs *conf.Errors) {
 	p := &c.PaaS
-	switch p.Driver {
-	case DriverProcess:
-		process.ValidateApps(p.Apps, "paas.apps", errs)
-	case DriverCleverCloud:
-		if p.CleverCloud == nil {
-			errs.Add("paas.clevercloud", "is required with driver clevercloud (a token or oauth credentials)")
+	for _, name := range p.Driver.Names() {
+		switch name {
+		case DriverProcess:
+			process.ValidateApps(p.Apps, "paas.apps", errs)
+		case DriverCleverCloud:
+			if p.CleverCloud == nil {
+				errs.Add("paas.clevercloud", "is required with driver clevercloud (a token or oauth credentials)")
+			}
+		case DriverDocker:
+		default:
+			if !p.Driver.Multi() { // a list's names were checked as it was decoded
+				errs.Add("paas.driver", "%s is not a driver (use process, clevercloud or docker)", strconv.Quote(string(p.Driver)))
+			}
+			return
 		}
-	case DriverDocker:
-	default:
-		errs.Add("paas.driver", "%s is not a driver (use process, clevercloud or docker)", strconv.Quote(p.Driver))
-		return
 	}
-	if len(p.Apps) > 0 && p.Driver != DriverProcess {
+	if p.Driver == "" {
+		return // an empty list, reported as it was decoded
+	}
+	if len(p.Apps) > 0 && !p.Driver.Has(DriverProcess) {
 		hint := ""
-		if p.Driver == DriverDocker {
+		if p.Driver.Has(DriverDocker) {
 			hint = "; containers go under paas.docker.apps"
 		}
-		errs.Add("paas.apps", "is only read with driver process (the driver is %s%s)", p.Driver, hint)
+		errs.Add("paas.apps", "is only read with driver process (%s%s)", p.Driver.describe(), hint)
 	}
-	if p.CleverCloud != nil && p.Driver != DriverCleverCloud {
-		errs.Add("paas.clevercloud", "is only read with driver clevercloud (the driver is %s)", p.Driver)
+	if p.CleverCloud != nil && !p.Driver.Has(DriverCleverCloud) {
+		errs.Add("paas.clevercloud", "is only read with driver clevercloud (%s)", p.Driver.describe())
 	}
-	if p.Docker != nil && p.Driver != DriverDocker {
-		errs.Add("paas.docker", "is only read with driver docker (the driver is %s)", p.Driver)
+	if p.Docker != nil && !p.Driver.Has(DriverDocker) {
+		errs.Add("paas.docker", "is only read with driver docker (%s)", p.Driver.describe())
+	}
+	c.checkTwiceDeclared(errs)
+}
+
+// checkTwiceDeclared checks that no app id is declared both in paas.apps and in
+// paas.docker.apps: each app has one driver.
+func (c *Config) checkTwiceDeclared(errs *conf.Errors) {
+	p := &c.PaaS
+	if !p.Driver.Has(DriverProcess) || !p.Driver.Has(DriverDocker) || p.Docker == nil {
+		return
+	}
+	procs := map[string]int{}
+	for i, a := range p.Apps {
+		procs[a.ID] = i
+	}
+	for j, a := range p.Docker.Apps {
+		if i, ok := procs[a.ID]; ok && a.ID != "" {
+			errs.Add(conf.Key(conf.Index("paas.docker.apps", j), "id"), "%s is already the id of %s: an app has one driver", strconv.Quote(a.ID), conf.Index("paas.apps", i))
+		}
 	}
 }
 
@@ -164,22 +190,7 @@ func anyAddress(host string) bool {
 // the routes manage.
 func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]bool {
 	managed := map[string]bool{}
-	known := map[string]bool{}
-	for _, a := range c.PaaS.Apps {
-		known[a.ID] = true
-	}
-	// Docker apps may also be discovered from labels at run time: then any id
-	// goes, and an unknown one is an app the driver does not find.
-	dockerStrict := false
-	if dc := c.PaaS.Docker; c.PaaS.Driver == DriverDocker {
-		if dc == nil {
-			dc = &docker.Config{}
-		}
-		for _, id := range dc.AppIDs() {
-			known[id] = true
-		}
-		dockerStrict = !dc.LabelsOn()
-	}
+	own := c.staticOwners()
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		firstReaper := -1
@@ -200,7 +211,7 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]
 			d.Decode(&pc.Config, &rc, path, &scratch)
 			managed[rc.AppID] = true
 			switch {
-			case c.PaaS.Driver == DriverCleverCloud && rc.AppID == "":
+			case c.PaaS.Driver.Has(DriverCleverCloud) && rc.AppID == "":
 				switch id, ok := guessAppID(r.Backend.Targets); {
 				case ok:
 					managed[id] = true
@@ -212,14 +223,70 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]
 				}
 			case rc.AppID == "":
 				errs.Add(conf.Key(path, "app_id"), "is required")
-			case c.PaaS.Driver == DriverProcess && !known[rc.AppID]:
-				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.apps%s", strconv.Quote(rc.AppID), didYouMean(rc.AppID, known))
-			case dockerStrict && !known[rc.AppID]:
-				errs.Add(conf.Key(path, "app_id"), "%s is not an app of paas.docker.apps (and paas.docker.labels is off)%s", strconv.Quote(rc.AppID), didYouMean(rc.AppID, known))
+			case !own.claims(rc.AppID):
+				errs.Add(conf.Key(path, "app_id"), "%s%s", strconv.Quote(rc.AppID), own.unclaimed(rc.AppID))
 			}
 		}
 	}
 	return managed
+}
+
+// owners is what the file says of which driver may own an app id.
+type owners struct {
+	known       map[string]bool // declared in paas.apps or paas.docker.apps
+	sections    []string        // where the ids are declared
+	anyID       bool            // any id goes (one driver: clevercloud, or docker with labels)
+	labels      bool            // docker discovers apps from labels (several drivers)
+	cleverCloud bool            // clevercloud is listed among several drivers: app_… ids go
+	dockerOff   bool            // docker is listed, with paas.docker.labels off
+}
+
+// staticOwners reads the drivers' sections. With one driver, it says what that
+// driver alone has always accepted.
+func (c *Config) staticOwners() *owners {
+	p := &c.PaaS
+	o := &owners{known: map[string]bool{}}
+	if p.Driver.Has(DriverProcess) {
+		o.sections = append(o.sections, "paas.apps")
+		for _, a := range p.Apps {
+			o.known[a.ID] = true
+		}
+	}
+	if p.Driver.Has(DriverDocker) {
+		// Docker apps may also be discovered from labels at run time: then any id
+		// goes, and an unknown one is an app the driver does not find.
+		dc := p.Docker
+		if dc == nil {
+			dc = &docker.Config{}
+		}
+		o.sections = append(o.sections, "paas.docker.apps")
+		for _, id := range dc.AppIDs() {
+			o.known[id] = true
+		}
+		o.labels, o.dockerOff = dc.LabelsOn(), !dc.LabelsOn()
+	}
+	o.cleverCloud = p.Driver.Has(DriverCleverCloud)
+	if !p.Driver.Multi() {
+		o.anyID = !p.Driver.Has(DriverProcess) && !o.dockerOff
+	}
+	return o
+}
+
+// claims reports whether a driver may own the app id.
+func (o *owners) claims(id string) bool {
+	return o.anyID || o.known[id] || o.labels || o.cleverCloud && strings.HasPrefix(id, "app_")
+}
+
+// unclaimed says why no driver owns the app id.
+func (o *owners) unclaimed(id string) string {
+	msg := " is not an app of " + strings.Join(o.sections, " or ")
+	if o.dockerOff {
+		msg += " (and paas.docker.labels is off)"
+	}
+	if o.cleverCloud {
+		msg += ", nor a Clever Cloud app id (app_<uuid>)"
+	}
+	return msg + didYouMean(id, o.known)
 }
 
 // foundAtStart stands in the managed apps for the apps that routes find at

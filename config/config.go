@@ -78,9 +78,10 @@ type Reaper struct {
 	MaxHeld int `yaml:"max_held"`
 }
 
-// PaaS chooses and configures the platform driver.
+// PaaS chooses and configures the platform drivers: one, or several side by
+// side, each app owned by one of them.
 type PaaS struct {
-	Driver      string              `yaml:"driver"`
+	Driver      Drivers             `yaml:"driver"`
 	Apps        []process.AppConfig `yaml:"apps"`
 	CleverCloud *clevercloud.Config `yaml:"clevercloud"`
 	Docker      *docker.Config      `yaml:"docker"`

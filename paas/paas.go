@@ -229,3 +229,13 @@ type Cost struct {
 	// 0 when unknown.
 	MemoryBytes int64
 }
+
+// Owner is implemented by drivers that tell which apps are theirs, so that
+// several drivers can serve one node side by side (paas/multi): the process
+// driver owns the apps of paas.apps, the docker driver its declared and
+// discovered apps, the Clever Cloud driver the ids of the form app_<uuid>.
+type Owner interface {
+	// Owns reports whether the app id is one of the driver's apps. It answers
+	// from memory, without waiting on the platform.
+	Owns(appID string) bool
+}

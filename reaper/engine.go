@@ -23,6 +23,10 @@ type EngineOptions struct {
 	// ReadyDelay is the driver's default wait after Up before held requests go
 	// through, for routes that do not set ready_delay.
 	ReadyDelay time.Duration
+	// ReadyDelayFor, when set, gives the default wait of each app in place of
+	// ReadyDelay: with several drivers (paas/multi), an app on a probed driver
+	// needs none, one on Clever Cloud a few seconds.
+	ReadyDelayFor func(appID string) time.Duration
 	// FlushInterval is how often traffic is written to the store (default 5 s).
 	FlushInterval time.Duration
 	// PollInterval is how often records are re-read from the store while requests
@@ -43,7 +47,9 @@ type EngineOptions struct {
 	FindAppTimeout time.Duration
 	// NotReadyYet recognises an answer the platform's edge gives in place of an app
 	// with no instance (Clever Cloud's 404 with X-CleverCloudUpgrade: true); nil
-	// recognises none.
+	// recognises none. It is one for the node, whatever the app's driver: with
+	// several drivers, it matches only Clever Cloud's answer, which no other
+	// driver's app gives.
 	NotReadyYet func(*http.Response) bool
 	// MaxHeld bounds the requests held on this node for all apps together (each
 	// app is also bounded by its routes' max_held); 0 means no node-wide bound.
@@ -473,4 +479,13 @@ func (t *throttle) log(l *slog.Logger, msg string, err error) {
 		return
 	}
 	l.Warn(msg, "err", err)
+}
+
+// readyDelay is the app's default wait after Up, for routes that do not set
+// ready_delay.
+func (o *EngineOptions) readyDelay(appID string) time.Duration {
+	if o.ReadyDelayFor != nil {
+		return o.ReadyDelayFor(appID)
+	}
+	return o.ReadyDelay
 }

@@ -70,7 +70,7 @@ func (p *Plugin) Provision(ctx plugin.ProvisionContext) error {
 		p.routeName = p.routeID
 	}
 	p.log = ctx.Logger
-	p.readyDelay = engine.opts.ReadyDelay
+	p.readyDelay = engine.opts.readyDelay(p.AppID)
 	if p.ReadyDelay != nil {
 		p.readyDelay = p.ReadyDelay.D()
 	}

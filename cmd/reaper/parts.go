@@ -16,6 +16,7 @@ import (
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/docker"
+	"github.com/reapergw/reaper/paas/multi"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/reaper"
@@ -33,6 +34,10 @@ const settleDelay = 2500 * time.Millisecond
 type parts struct {
 	store  reaper.Store
 	driver paas.Client
+	// multi is driver when paas.driver lists several (nil otherwise); clever is
+	// the Clever Cloud driver when it is one of them (nil otherwise).
+	multi  *multi.Client
+	clever *clevercloud.Client
 	engine *reaper.Engine
 	job    *reaper.Job
 	// webhooks queues the events of events.webhooks and delivers them (on the
@@ -109,22 +114,57 @@ func (p *parts) openStore(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// openDriver opens the platform driver.
+// openDriver opens the platform driver, or the drivers of a list behind one
+// paas/multi client.
 func (p *parts) openDriver(_ context.Context, cfg *config.Config) error {
-	switch cfg.PaaS.Driver {
+	if !cfg.PaaS.Driver.Multi() {
+		d, err := p.openOne(cfg, string(cfg.PaaS.Driver))
+		if d != nil {
+			p.driver = d
+		}
+		return err
+	}
+	var drivers []multi.Driver
+	// Declared apps before discovered ones: an id that a docker label claims
+	// too stays the process driver's. Clever Cloud last: it claims any app_….
+	for _, name := range []string{config.DriverProcess, config.DriverDocker, config.DriverCleverCloud} {
+		if !cfg.PaaS.Driver.Has(name) {
+			continue
+		}
+		d, err := p.openOne(cfg, name)
+		if err != nil {
+			return err
+		}
+		drivers = append(drivers, multi.Driver{Name: name, Client: d})
+	}
+	p.multi = multi.New(p.log.With("part", "paas"), drivers...)
+	p.driver = p.multi
+	return nil
+}
+
+// ownedClient is a driver that tells its apps.
+type ownedClient interface {
+	paas.Client
+	paas.Owner
+}
+
+// openOne opens one driver; what it must close goes to p.closers.
+func (p *parts) openOne(cfg *config.Config, name string) (ownedClient, error) {
+	switch name {
 	case config.DriverProcess:
 		d, err := process.New(process.Options{DataDir: cfg.Node.DataDir, Apps: cfg.PaaS.Apps, Logger: p.log.With("part", "process")})
 		if err != nil {
-			return fmt.Errorf("paas: %w", err)
+			return nil, fmt.Errorf("paas: %w", err)
 		}
-		p.driver = d
 		p.closers = append(p.closers, d.Close)
+		return d, nil
 	case config.DriverCleverCloud:
 		d, err := clevercloud.New(*cfg.PaaS.CleverCloud, clevercloud.Options{Logger: p.log.With("part", "clevercloud"), Version: version})
 		if err != nil {
-			return fmt.Errorf("paas.clevercloud: %w", err)
+			return nil, fmt.Errorf("paas.clevercloud: %w", err)
 		}
-		p.driver = d
+		p.clever = d
+		return d, nil
 	case config.DriverDocker:
 		var dc docker.Config
 		if cfg.PaaS.Docker != nil {
@@ -132,12 +172,12 @@ func (p *parts) openDriver(_ context.Context, cfg *config.Config) error {
 		}
 		d, err := docker.New(docker.Options{Config: dc, Logger: p.log.With("part", "docker"), UserAgent: "reaper/" + version})
 		if err != nil {
-			return fmt.Errorf("paas.docker: %w", err)
+			return nil, fmt.Errorf("paas.docker: %w", err)
 		}
-		p.driver = d
 		p.closers = append(p.closers, d.Close)
+		return d, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // buildWebhooks builds the webhooks of events.webhooks, if any: every node
@@ -176,17 +216,23 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 	if h, ok := p.driver.(paas.PolicyHinter); ok {
 		opts.Policies = h // a container's reaper.grace_period
 	}
-	switch cfg.PaaS.Driver {
-	case config.DriverProcess, config.DriverDocker:
+	if !cfg.PaaS.Driver.Has(config.DriverCleverCloud) {
 		opts.ReadyDelay = 0 // readiness is probed: up means answering
-	case config.DriverCleverCloud:
-		opts.NotReadyYet = clevercloud.IsNotReadyYet
-		if cc, ok := p.driver.(*clevercloud.Client); ok {
-			// A route that names no app and has no app-<uuid>.cleverapps.io
-			// target serves the app whose vhosts include its domains.
-			opts.FindApp = func(ctx context.Context, r *plugin.RouteConfig) (string, error) {
-				return cc.FindApp(ctx, r.Frontend.Domains)
+	} else if p.multi != nil {
+		m := p.multi // a probed driver's app needs no wait, a Clever Cloud app one
+		opts.ReadyDelayFor = func(appID string) time.Duration {
+			if m.DriverOf(appID) == config.DriverCleverCloud {
+				return opts.ReadyDelay
 			}
+			return 0
+		}
+	}
+	if cc := p.clever; cc != nil {
+		opts.NotReadyYet = clevercloud.IsNotReadyYet
+		// A route that names no app and has no app-<uuid>.cleverapps.io
+		// target serves the app whose vhosts include its domains.
+		opts.FindApp = func(ctx context.Context, r *plugin.RouteConfig) (string, error) {
+			return cc.FindApp(ctx, r.Frontend.Domains)
 		}
 	}
 	p.engine = reaper.NewEngine(opts)

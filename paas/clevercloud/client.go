@@ -38,6 +38,7 @@ var (
 	_ paas.Client           = (*Client)(nil)
 	_ paas.BatchObserver    = (*Client)(nil)
 	_ paas.DeploymentReader = (*Client)(nil)
+	_ paas.Owner            = (*Client)(nil)
 )
 
 // ErrNotShutdownable: Stop refused to stop an app whose deployment.shutdownable is
@@ -377,3 +378,7 @@ func (l restyLogger) Debugf(format string, v ...any) { l.out(format, v...) }
 func (l restyLogger) out(format string, v ...any) {
 	l.log.Debug("clevercloud: http client", "message", l.redact.clean(fmt.Sprintf(format, v...)))
 }
+
+// Owns reports whether the id has the form of a Clever Cloud app id, app_…
+// (paas.Owner): any such app may be the credential's.
+func (c *Client) Owns(appID string) bool { return strings.HasPrefix(appID, "app_") }

@@ -20,6 +20,7 @@ var (
 	_ paas.Pricer       = (*Driver)(nil)
 	_ paas.PolicyHinter = (*Driver)(nil)
 	_ paas.Meter        = (*Driver)(nil)
+	_ paas.Owner        = (*Driver)(nil)
 )
 
 // firstSyncWait bounds how long New waits for each engine to be listed, so that
@@ -249,3 +250,14 @@ func (d *Driver) notify(ids ...string) { d.watchers.Notify(ids...) }
 
 // since is time.Since rounded for logs.
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
+
+// Owns reports whether the app is declared in paas.docker.apps or discovered
+// from a container's labels (paas.Owner). A discovered app is owned from the
+// moment its container is listed; until then, its id is unknown.
+func (d *Driver) Owns(appID string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, declared := d.configured[appID]
+	_, found := d.discovered[appID]
+	return declared || found
+}

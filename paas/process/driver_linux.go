@@ -19,6 +19,7 @@ import (
 var (
 	_ paas.Client  = (*Driver)(nil)
 	_ paas.Watcher = (*Driver)(nil)
+	_ paas.Owner   = (*Driver)(nil)
 )
 
 // Driver runs the configured apps as local processes. It is safe for concurrent use.
@@ -318,3 +319,9 @@ func (a *app) set(state paas.State, dep *paas.Deployment) {
 
 // since is time.Since rounded for logs.
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
+
+// Owns reports whether the app is one of paas.apps (paas.Owner).
+func (d *Driver) Owns(appID string) bool {
+	_, ok := d.apps[appID]
+	return ok
+}

@@ -11,6 +11,7 @@ import (
 var (
 	_ paas.Client  = (*Driver)(nil)
 	_ paas.Watcher = (*Driver)(nil)
+	_ paas.Owner   = (*Driver)(nil)
 )
 
 // Driver would run apps as local processes; it needs Linux (see the package doc).
@@ -52,3 +53,6 @@ func StopApps(context.Context, StopOptions) (StopReport, error) { return StopRep
 
 // Measured measures nothing.
 func (d *Driver) Measured(paas.App) paas.Measures { return paas.Measures{} }
+
+// Owns reports false: this system runs no process app.
+func (d *Driver) Owns(string) bool { return false }
