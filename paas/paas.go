@@ -239,3 +239,20 @@ type Owner interface {
 	// from memory, without waiting on the platform.
 	Owns(appID string) bool
 }
+
+// ValidName reports whether s may be an id or name a driver declares (an app, an
+// engine): 1 to 200 letters, digits, '.', '-' or '_', not starting with '.'
+// (drivers name files and markers after it).
+func ValidName(s string) bool {
+	if s == "" || s[0] == '.' || len(s) > 200 {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/probe"
 )
 
@@ -104,7 +105,7 @@ func (c *AppConfig) Validate(path string, errs *conf.Errors) {
 	switch {
 	case c.ID == "":
 		errs.Add(conf.Key(path, "id"), "is required")
-	case !validName(c.ID):
+	case !paas.ValidName(c.ID):
 		errs.Add(conf.Key(path, "id"), "%s must be letters, digits, '.', '-' or '_'", strconv.Quote(c.ID))
 	}
 	if c.Container == "" {
@@ -125,7 +126,7 @@ func (c *AppConfig) check(path string, errs *conf.Errors) {
 	}
 	for i, d := range c.DependsOn {
 		switch {
-		case !validName(d):
+		case !paas.ValidName(d):
 			errs.Add(conf.Index(conf.Key(path, "depends_on"), i), "%s is not an app id", strconv.Quote(d))
 		case d == c.ID:
 			errs.Add(conf.Index(conf.Key(path, "depends_on"), i), "an app cannot depend on itself")
@@ -144,7 +145,7 @@ func (h *HostConfig) Validate(path string, errs *conf.Errors) {
 	switch {
 	case h.Name == "":
 		errs.Add(conf.Key(path, "name"), "is required")
-	case !validName(h.Name):
+	case !paas.ValidName(h.Name):
 		errs.Add(conf.Key(path, "name"), "%s must be letters, digits, '.', '-' or '_'", strconv.Quote(h.Name))
 	}
 	if h.Host == "" {
@@ -280,20 +281,6 @@ func checkHost(h, path string, errs *conf.Errors) {
 	case scheme != "unix" && scheme != "tcp" && scheme != "http" && scheme != "https":
 		errs.Add(path, "%s: the scheme must be unix or tcp", strconv.Quote(h))
 	}
-}
-
-func validName(s string) bool {
-	if s == "" || s[0] == '.' || len(s) > 200 {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func validCurrency(s string) bool {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/probe"
 )
 
@@ -51,7 +52,7 @@ func labelAppID(name string, labels map[string]string) string {
 func fromLabels(name string, labels map[string]string) (AppConfig, string) {
 	var errs conf.Errors
 	c := AppConfig{ID: labelAppID(name, labels), Container: name}
-	if !validName(c.ID) {
+	if !paas.ValidName(c.ID) {
 		errs.Add(LabelAppID, "%s must be letters, digits, '.', '-' or '_'", strconv.Quote(c.ID))
 	}
 	c.StopMethod = strings.TrimSpace(labels[LabelStopMethod])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/probe"
 )
 
@@ -78,7 +79,7 @@ func (c *AppConfig) Validate(path string, errs *conf.Errors) {
 	switch {
 	case c.ID == "":
 		errs.Add(conf.Key(path, "id"), "is required")
-	case !validID(c.ID):
+	case !paas.ValidName(c.ID):
 		errs.Add(conf.Key(path, "id"), "%s must be letters, digits, '.', '-' or '_' (it names files), not starting with '.'", strconv.Quote(c.ID))
 	}
 	switch {
@@ -238,18 +239,4 @@ func signalName(s string) string {
 		return s
 	}
 	return ""
-}
-
-func validID(s string) bool {
-	if s == "" || s[0] == '.' || len(s) > 200 {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_':
-		default:
-			return false
-		}
-	}
-	return true
 }

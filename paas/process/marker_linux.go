@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/reapergw/reaper/paas"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +79,7 @@ func scanMarked(key string) []marked {
 		if !ok {
 			continue
 		}
-		if id, ok := strings.CutPrefix(v, key+"/"); ok && validID(id) {
+		if id, ok := strings.CutPrefix(v, key+"/"); ok && paas.ValidName(id) {
 			out = append(out, marked{pid: pid, id: id, startTicks: st.startTicks})
 		}
 	}
