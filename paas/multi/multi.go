@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/reapergw/reaper/paas"
@@ -100,14 +101,11 @@ func (c *Client) driverOf(app paas.App) (paas.Client, error) {
 
 // names lists the drivers' names, for errors.
 func (c *Client) names() string {
-	s := ""
+	names := make([]string, len(c.drivers))
 	for i, d := range c.drivers {
-		if i > 0 {
-			s += ", "
-		}
-		s += d.Name
+		names[i] = d.Name
 	}
-	return s
+	return strings.Join(names, ", ")
 }
 
 // Owns reports whether one of the drivers owns the app.
