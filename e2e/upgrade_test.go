@@ -72,8 +72,8 @@ func (tr *traffic) one(client *http.Client, addr, host string) {
 	req.Header.Set("Accept", "application/json")
 	began := time.Now()
 	resp, err := client.Do(req)
-	if took := int64(time.Since(began)); took > tr.slowest.Load() {
-		tr.slowest.Store(took) // racy max: good enough for a log line
+	took := int64(time.Since(began))
+	for cur := tr.slowest.Load(); took > cur && !tr.slowest.CompareAndSwap(cur, took); cur = tr.slowest.Load() {
 	}
 	if err == nil {
 		var a appAnswer
