@@ -1,6 +1,10 @@
 package reaper
 
-import "context"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // Notifier is told of what happens to the apps, where it happens, for the
 // webhooks to announce: every change of status (written by the leader's job, or
@@ -35,6 +39,9 @@ func (e *Engine) written(ctx context.Context, prev, next Record) {
 	if prev.Status != next.Status {
 		e.notify(ctx, statusTransition(&prev, &next), next.Name)
 	}
+	if a := e.app(next.AppID); a != nil {
+		a.told.set(next.Revision)
+	}
 	if h := holdExpired(prev, next); h != nil {
 		t := Transition{AppID: next.AppID, From: next.Status, To: next.Status, Cause: "hold expired", At: h.Until,
 			Kind: EventHoldExpired, By: h.By, Node: e.opts.Node, Hold: h}
@@ -58,4 +65,55 @@ func holdExpired(prev, next Record) *KeepWarm {
 		return h
 	}
 	return nil
+}
+
+// toldWait bounds how long a wake's first answer waits for the change to Up that
+// released it to be told on this node: on a node whose job did not write that
+// change (a follower), it is not told there, and the wake is told after this.
+const toldWait = 2 * time.Second
+
+// toldRevision is the last revision of an app's record whose change this node
+// told the notifier, so that what a change causes (a wake's first answer, told
+// by the request that got it) is told after the change itself: the held
+// requests are released as soon as the record is applied, which may be before
+// the job that wrote it has told it.
+type toldRevision struct {
+	mu   sync.Mutex
+	rev  uint64
+	next chan struct{} // closed and replaced at each set
+}
+
+func (t *toldRevision) set(rev uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rev = max(t.rev, rev)
+	if t.next != nil {
+		close(t.next)
+		t.next = nil
+	}
+}
+
+// wait returns once revision rev was told, after limit, or when ctx ends.
+func (t *toldRevision) wait(ctx context.Context, rev uint64, limit time.Duration) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		if t.rev >= rev {
+			t.mu.Unlock()
+			return
+		}
+		if t.next == nil {
+			t.next = make(chan struct{})
+		}
+		next := t.next
+		t.mu.Unlock()
+		select {
+		case <-next:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }

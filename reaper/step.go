@@ -417,13 +417,9 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 		}
 		return false
 	}
-	// The change is told (queued for the webhooks) before this node acts on it:
-	// a held request released by Apply has its first answer told as the wake's
-	// last phase, which must not come before the change to Up that released it.
-	// Without webhooks this costs nothing; with them, one queue write.
-	j.opts.Engine.written(ctx, prev, *next)
-	// Then this node acts on the record at once (before it says so in the log).
+	// This node acts on the record at once (before it says so in the log).
 	j.opts.Engine.Apply(*next)
+	j.opts.Engine.written(ctx, prev, *next)
 	if prev.Status == StatusWaitingForUp && next.Status == StatusUp && next.Wake != nil {
 		// The phases as far as the platform goes; the first node to answer a
 		// held request adds the last one (Engine.wakeAnswered).
