@@ -126,7 +126,7 @@ type app struct {
 	awake       appAwake
 	boots       bootRing
 	firstAnswer atomic.Int64 // Wake.AskedAt (unix nanoseconds) of the wake whose first answer this node recorded
-	told        toldRevision // the last record revision whose change this node told the notifier
+	told        toldUp       // the wake whose change to Up this node last told the notifier
 
 	// guarded by Engine.mu
 	owner  string

@@ -141,7 +141,7 @@ func (e *Engine) wakeAnswered(a *app, now time.Time) {
 		if err := e.store.AddEvent(ctx, t); err != nil {
 			e.storeErr.log(e.log, "adding a wake's phases to the history failed", err)
 		}
-		a.told.wait(ctx, rec.Revision, toldWait) // the change to Up first
+		a.told.wait(ctx, asked, toldWait) // the change to Up first
 		e.notify(ctx, t, rec.Name)
 	}()
 }

@@ -39,8 +39,8 @@ func (e *Engine) written(ctx context.Context, prev, next Record) {
 	if prev.Status != next.Status {
 		e.notify(ctx, statusTransition(&prev, &next), next.Name)
 	}
-	if a := e.app(next.AppID); a != nil {
-		a.told.set(next.Revision)
+	if a := e.app(next.AppID); a != nil && next.Status == StatusUp && prev.Status != StatusUp && next.Wake != nil {
+		a.told.set(next.Wake.AskedAt.UnixNano())
 	}
 	if h := holdExpired(prev, next); h != nil {
 		t := Transition{AppID: next.AppID, From: next.Status, To: next.Status, Cause: "hold expired", At: h.Until,
@@ -72,34 +72,35 @@ func holdExpired(prev, next Record) *KeepWarm {
 // change (a follower), it is not told there, and the wake is told after this.
 const toldWait = 2 * time.Second
 
-// toldRevision is the last revision of an app's record whose change this node
-// told the notifier, so that what a change causes (a wake's first answer, told
-// by the request that got it) is told after the change itself: the held
+// toldUp is the wake (its Wake.AskedAt, unix nanoseconds) whose change to Up
+// this node last told the notifier, so that what that change causes (the wake's
+// first answer, told by the request that got it) is told after it: the held
 // requests are released as soon as the record is applied, which may be before
 // the job that wrote it has told it.
-type toldRevision struct {
-	mu   sync.Mutex
-	rev  uint64
-	next chan struct{} // closed and replaced at each set
+type toldUp struct {
+	mu    sync.Mutex
+	asked int64
+	next  chan struct{} // closed and replaced at each set
 }
 
-func (t *toldRevision) set(rev uint64) {
+func (t *toldUp) set(asked int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.rev = max(t.rev, rev)
+	t.asked = asked
 	if t.next != nil {
 		close(t.next)
 		t.next = nil
 	}
 }
 
-// wait returns once revision rev was told, after limit, or when ctx ends.
-func (t *toldRevision) wait(ctx context.Context, rev uint64, limit time.Duration) {
+// wait returns once the change to Up of the wake asked at asked was told, after
+// limit, or when ctx ends.
+func (t *toldUp) wait(ctx context.Context, asked int64, limit time.Duration) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	for {
 		t.mu.Lock()
-		if t.rev >= rev {
+		if t.asked == asked {
 			t.mu.Unlock()
 			return
 		}
