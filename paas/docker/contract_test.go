@@ -23,10 +23,17 @@ func TestDriver_Contract(t *testing.T) {
 		}})
 		containers := map[string]string{"web": web, "api": api, "broken": broken}
 		addrs := map[string]string{"web": webAddr, "api": apiAddr}
+		ids := map[string]string{} // container ids, read once (docker inspect is slow)
+		id := func(t *testing.T, app paas.App) string {
+			if ids[app.ID] == "" {
+				ids[app.ID] = dockertest.ID(t, containers[app.ID])
+			}
+			return ids[app.ID]
+		}
 		return paastest.Harness{
 			Client: d,
 			Apps:   [2]paas.App{{ID: "web"}, {ID: "api"}},
-			Starts: func(t *testing.T, app paas.App) int { return e.proxy.Starts(dockertest.ID(t, containers[app.ID])) },
+			Starts: func(t *testing.T, app paas.App) int { return e.proxy.Starts(id(t, app)) },
 			Running: func(t *testing.T, app paas.App) int {
 				if dockertest.State(t, containers[app.ID]) == "running" {
 					return 1
