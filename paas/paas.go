@@ -1,7 +1,8 @@
 // Package paas declares what reaper needs from a platform that runs apps: observe an
 // app, start it, stop it. Drivers live in sub-packages (paas/process for local
 // processes, paas/clevercloud for Clever Cloud, paas/docker for containers);
-// paas/paastest holds a recording fake for tests.
+// paas/paastest holds a recording fake for tests, and the contract every driver
+// passes (paastest.Run).
 //
 // The vocabulary is Clever Cloud's, because the decision rules of reaper were written
 // for it: an app's State is what the platform wants (SHOULD_BE_UP, SHOULD_BE_DOWN,

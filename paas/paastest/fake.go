@@ -1,6 +1,3 @@
-// Package paastest provides a platform fake for reaper's tests: apps whose state
-// follows starts and stops instantly or after steps the test controls, every call
-// recorded, and errors injected on demand.
 package paastest
 
 import (
