@@ -146,7 +146,8 @@ func sameView(a, b *view) bool {
 	}
 	return a.id == b.id && a.name == b.name && a.status == b.status && a.health == b.health &&
 		a.restart == b.restart && a.exitCode == b.exitCode && a.oomKilled == b.oomKilled &&
-		a.startedAt.Equal(b.startedAt) && a.errText == b.errText && maps.Equal(a.labels, b.labels)
+		a.startedAt.Equal(b.startedAt) && a.errText == b.errText && maps.Equal(a.labels, b.labels) &&
+		a.net.equal(b.net)
 }
 
 func (d *Driver) warnOnce(key, msg string, args ...any) {
@@ -193,10 +194,11 @@ func (d *Driver) logView(a *app, v *view, ev viewEvent) {
 // ready yet are waited for in the background.
 func (d *Driver) adopt(apps []*app) {
 	ready := make([]bool, len(apps))
+	probed := make([]string, len(apps))
 	ctx, cancel := context.WithTimeout(d.base, adoptProbeTimeout)
 	var wg sync.WaitGroup
 	for i, a := range apps {
-		wg.Go(func() { ready[i] = d.readyOnce(ctx, a) })
+		wg.Go(func() { probed[i], ready[i] = d.readyOnce(ctx, a) })
 	}
 	wg.Wait()
 	cancel()
@@ -213,6 +215,6 @@ func (d *Driver) adopt(apps []*app) {
 			a.broadcast()
 		}
 		a.mu.Unlock()
-		d.log.Info("adopted a running container", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "ready", ok)
+		d.log.Info("adopted a running container", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "ready", ok, "probe", probed[i])
 	}
 }
