@@ -280,5 +280,36 @@ func describeProbe(r *probe.Config, host string) string {
 	case !local:
 		return "no ready: " + stateOnly + " (the engine is on another machine)"
 	}
-	return "no ready: tcp to the container's own address, on its first published port (or its only exposed port), read at each start; with neither, " + stateOnly
+	return "no ready: tcp to the container's own address on its first published port (or its only exposed port), read at each start, then its HEALTHCHECK if it has one; with neither port, " + stateOnly
+}
+
+// Readiness says, for reaper check, what each start of a container app will
+// probe, as far as it can be known without an engine: one line per declared
+// app, then, with labels on, one for the apps discovered from them (per engine
+// when there are several). lookup reads DOCKER_HOST.
+func (c *Config) Readiness(lookup func(string) (string, bool)) []string {
+	engines := c.engines(lookup)
+	hostOf := map[string]string{}
+	for _, e := range engines {
+		hostOf[e.Name] = e.Host
+	}
+	var out []string
+	for _, a := range c.Apps {
+		name := cmp.Or(a.Host, engines[0].Name)
+		where := "container " + a.Container
+		if len(engines) > 1 {
+			where += ", engine " + name
+		}
+		out = append(out, fmt.Sprintf("%s (%s): %s", a.ID, where, describeProbe(a.Ready, hostOf[name])))
+	}
+	if c.LabelsOn() {
+		for _, e := range engines {
+			what := "apps from labels"
+			if len(engines) > 1 {
+				what += " on engine " + e.Name
+			}
+			out = append(out, fmt.Sprintf("%s: %s or %s as above; without them, %s", what, LabelReadyTCP, LabelReadyHTTP, describeProbe(nil, e.Host)))
+		}
+	}
+	return out
 }

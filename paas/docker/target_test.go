@@ -133,7 +133,7 @@ func TestDescribeProbe(t *testing.T) {
 		{&probe.Config{TCP: "127.0.0.1:8081"}, "unix:///var/run/docker.sock", []string{"tcp 127.0.0.1:8081 → ", "container's own address", "at each start", "else as given"}},
 		{&probe.Config{TCP: "10.0.0.2:8081"}, "tcp://10.0.0.2:2376", []string{"tcp 10.0.0.2:8081, as given", "another machine"}},
 		{&probe.Config{HTTP: "http://u:secret@127.0.0.1:8081/h"}, "unix:///x", []string{"http http://u:xxxxx@127.0.0.1:8081/h, as given"}},
-		{nil, "unix:///x", []string{"no ready: tcp to the container's own address", "first published port", "only exposed port", "with neither, ready once it runs"}},
+		{nil, "unix:///x", []string{"no ready: tcp to the container's own address", "first published port", "only exposed port", "with neither port, ready once it runs"}},
 		{nil, "tcp://10.0.0.2:2376", []string{"no ready: ready once it runs", "another machine"}},
 	} {
 		got := describeProbe(c.ready, c.host)
@@ -189,5 +189,39 @@ func TestReadiness_UnreachableOwnAddressFallsBackToTheConfiguredProbe(t *testing
 				t.Errorf("warned %d times, want once per wait:\n%s", n, logs.String())
 			}
 		})
+	}
+}
+
+func TestConfig_ReadinessSaysWhatEachAppProbes(t *testing.T) {
+	off := false
+	c := Config{
+		Hosts: []HostConfig{{Name: "here", Host: "unix:///run/docker.sock"}, {Name: "far", Host: "tcp://10.0.0.2:2376"}},
+		Apps: []AppConfig{
+			{ID: "web", Container: "web-1", Ready: &probe.Config{TCP: "127.0.0.1:8081"}},
+			{ID: "api", Container: "api-1", Host: "far", Ready: &probe.Config{TCP: "10.0.0.2:8082"}},
+			{ID: "db", Container: "db-1"},
+		},
+	}
+	got := c.Readiness(func(string) (string, bool) { return "", false })
+	want := []string{
+		"web (container web-1, engine here): tcp 127.0.0.1:8081 → if the container publishes that port: the container's own address",
+		"api (container api-1, engine far): tcp 10.0.0.2:8082, as given (the engine is on another machine",
+		"db (container db-1, engine here): no ready: tcp to the container's own address on its first published port",
+		"apps from labels on engine here: reaper.ready.tcp or reaper.ready.http as above; without them, no ready: tcp to the container's own address",
+		"apps from labels on engine far: reaper.ready.tcp or reaper.ready.http as above; without them, no ready: ready once it runs",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d:\n%s\nwant it to start with\n%s", i, got[i], want[i])
+		}
+	}
+	// One engine, from DOCKER_HOST, labels off: no engine named, no label line.
+	c = Config{Labels: &off, Apps: []AppConfig{{ID: "web", Container: "web-1"}}}
+	got = c.Readiness(func(k string) (string, bool) { return "tcp://10.0.0.2:2376", k == "DOCKER_HOST" })
+	if len(got) != 1 || !strings.HasPrefix(got[0], "web (container web-1): no ready: ready once it runs") {
+		t.Errorf("lines %q", got)
 	}
 }
