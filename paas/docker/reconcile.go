@@ -5,6 +5,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,19 +115,28 @@ func (d *Driver) claims() (map[*app]*view, map[string]found, map[*host]bool) {
 		h.mu.Unlock()
 		slices.SortFunc(views, func(a, b *view) int { return cmp.Compare(a.name, b.name) })
 		for _, v := range views {
+			var declaredAs []string
 			for _, a := range d.configured {
 				if a.h == h && matches(a.spec.container, v.id, v.name) {
 					decl[a] = v
+					declaredAs = append(declaredAs, a.spec.id)
 				}
 			}
 			if !d.labels || !optedIn(v.labels) {
 				continue
 			}
 			id := labelAppID(v.name, v.labels)
-			if c, ok := d.configured[id]; ok {
-				if c.h != h || !matches(c.spec.container, v.id, v.name) {
-					d.warnOnce("conflict:"+h.name+"/"+v.name, "a container claims the id of an app declared in paas.docker.apps: the declared one wins", "app", id, "engine", h.name, "container", v.name)
-				}
+			if len(declaredAs) > 0 {
+				// One container, one app: the declared one. Its labels
+				// would make it a second app whose sleeps and wakes fight
+				// the first's.
+				slices.Sort(declaredAs)
+				d.warnOnce("declared:"+h.name+"/"+v.name, "a container declared in paas.docker.apps also carries "+LabelEnable+"=true: it is the declared app only, its labels are ignored",
+					"app", strings.Join(declaredAs, ","), "engine", h.name, "container", v.name, "label_app_id", id)
+				continue
+			}
+			if _, ok := d.configured[id]; ok { // declared with another container
+				d.warnOnce("conflict:"+h.name+"/"+v.name, "a container claims the id of an app declared in paas.docker.apps: the declared one wins", "app", id, "engine", h.name, "container", v.name)
 				continue
 			}
 			if f, dup := disc[id]; dup {
