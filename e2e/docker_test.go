@@ -30,6 +30,9 @@ type dockerApp struct {
 	grace               string // the route's grace period; empty: 60s
 	failTimeout         string // the route's fail timeout; empty: 15s
 	plugin              string // extra reaper plugin keys, as YAML flow items
+	// ready is the app's ready key as a YAML flow mapping ({tcp: "…"}); empty:
+	// an http probe of /healthz through the published port; "-": no ready key.
+	ready string
 	// labels, when not nil, make it an app discovered from its container's
 	// labels (reaper.enable, reaper.app_id and its ready probe, then these)
 	// rather than one of paas.docker.apps.
@@ -100,7 +103,15 @@ paas:
 		if method == "" {
 			method = "stop"
 		}
-		fmt.Fprintf(&b, "      - {id: %s, container: %s, stop_method: %s, stop_timeout: 3s, ready: {http: \"http://%s/healthz\"}}\n", a.id, a.container, method, a.addr)
+		ready := fmt.Sprintf(", ready: {http: \"http://%s/healthz\"}", a.addr)
+		switch a.ready {
+		case "":
+		case "-":
+			ready = ""
+		default:
+			ready = ", ready: " + a.ready
+		}
+		fmt.Fprintf(&b, "      - {id: %s, container: %s, stop_method: %s, stop_timeout: 3s%s}\n", a.id, a.container, method, ready)
 	}
 	b.WriteString("routes:\n")
 	for _, a := range e.apps {
