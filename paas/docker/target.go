@@ -104,16 +104,15 @@ func readNet(c container.InspectResponse) netView {
 	})
 	slices.SortFunc(n.addrs, func(a, b endpoint) int {
 		// The default bridge first: the engine's host is on it.
-		return cmp.Or(-cmp.Compare(boolInt(a.network == "bridge"), boolInt(b.network == "bridge")), strings.Compare(a.network, b.network))
+		if ab, bb := a.network == "bridge", b.network == "bridge"; ab != bb {
+			if ab {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.network, b.network)
 	})
 	return n
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // target is where an app's readiness is probed, for one read of its container.
