@@ -434,7 +434,9 @@ func TestDriver_DeclaredContainerWithLabelsIsOneApp(t *testing.T) {
 			t.Errorf("%s: the labels ignored logged %d times, want once:\n%s", c.app, n, e.logs.String())
 		}
 	}
-	if n := e.logs.Lines("app discovered from its container's labels"); n != 0 {
-		t.Errorf("a declared container's labels were read as an app %d times", n)
+	for _, c := range []string{named, bare} { // other tests' labelled containers are discovered
+		if n := e.logs.Lines("app discovered from its container's labels", "container="+c+" "); n != 0 {
+			t.Errorf("a declared container's labels were read as an app %d times", n)
+		}
 	}
 }
