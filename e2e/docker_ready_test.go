@@ -117,10 +117,12 @@ func (e *dockerEnv) checkProbeLogged(id, container string) {
 func TestDocker_ContainerDeclaredAndLabelledIsOneApp(t *testing.T) {
 	t.Parallel()
 	e := newDockerEnv(t)
-	a := e.add(dockerApp{id: "decl"}, []string{"--label", "reaper.enable=true", "--label", "reaper.app_id=lbl", "--label", "reaper.grace_period=1s"})
+	// An id of this test's own: every reaper on the engine discovers it.
+	lbl := "lbl-" + strings.TrimPrefix(dockertest.Prefix, "reapertest-")
+	a := e.add(dockerApp{id: "decl"}, []string{"--label", "reaper.enable=true", "--label", "reaper.app_id=" + lbl, "--label", "reaper.grace_period=1s"})
 	// A route for the id the labels claim: as if the container had been
 	// driven from its labels before it was declared.
-	e.apps["lbl"] = &dockerApp{id: "lbl", container: a.container, addr: a.addr, labels: []string{}}
+	e.apps[lbl] = &dockerApp{id: lbl, container: a.container, addr: a.addr, labels: []string{}}
 	p := e.start()
 	e.waitStatus("decl", "Down", 10*time.Second)
 	resp, err := p.request("GET", "decl.test", "/", nil)
@@ -141,8 +143,8 @@ func TestDocker_ContainerDeclaredAndLabelledIsOneApp(t *testing.T) {
 	}
 	// The id the labels claim is no app of the driver's: its route's app is
 	// one the platform does not know.
-	if lbl := e.adminApp("lbl"); lbl["status"] != "Error" {
-		t.Errorf("the app the labels claim is %v: the driver should not know it (%v)", lbl["status"], lbl)
+	if rec := e.adminApp(lbl); rec["status"] != "Error" {
+		t.Errorf("the app the labels claim is %v: the driver should not know it (%v)", rec["status"], rec)
 	}
 	// (Other tests' labelled containers on the engine are discovered: only
 	// this one's lines count.)

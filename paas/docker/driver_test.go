@@ -407,10 +407,12 @@ func TestDriver_DeclaredContainerWithLabelsIsOneApp(t *testing.T) {
 	e := newEnv(t)
 	// One with an app id of its own in its labels, one whose labels would make
 	// its name the app's id.
-	named, addr := e.demo("named", []string{"--label", "reaper.enable=true", "--label", "reaper.app_id=lbl", "--label", "reaper.grace_period=1s"})
+	// Ids of this test's own: every driver on the engine discovers them.
+	lbl := dockertest.Name(t, "lbl")
+	named, addr := e.demo("named", []string{"--label", "reaper.enable=true", "--label", "reaper.app_id=" + lbl, "--label", "reaper.grace_period=1s"})
 	bare, bareAddr := e.demo("bare", []string{"--label", "reaper.enable=true"})
 	d := e.driver(Config{Apps: []AppConfig{demoApp("decl", named, addr), demoApp("decl2", bare, bareAddr)}})
-	for _, id := range []string{"lbl", bare} {
+	for _, id := range []string{lbl, bare} {
 		if d.Owns(id) {
 			t.Errorf("the driver owns %s, an app only the labels of a declared container claim", id)
 		}
@@ -429,7 +431,7 @@ func TestDriver_DeclaredContainerWithLabelsIsOneApp(t *testing.T) {
 	if err := d.Stop(bg, paas.App{ID: "decl"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ app, container, label string }{{"decl", named, "lbl"}, {"decl2", bare, bare}} {
+	for _, c := range []struct{ app, container, label string }{{"decl", named, lbl}, {"decl2", bare, bare}} {
 		if n := e.logs.Lines("also carries reaper.enable=true", "app="+c.app+" ", "container="+c.container, "label_app_id="+c.label); n != 1 {
 			t.Errorf("%s: the labels ignored logged %d times, want once:\n%s", c.app, n, e.logs.String())
 		}
