@@ -332,3 +332,18 @@ func didYouMean(name string, known map[string]bool) string {
 	}
 	return " (did you mean " + strconv.Quote(best) + "?)"
 }
+
+// DockerReadiness says, for reaper check, what each start of a container app
+// will probe (paas.docker: one line per declared app, and one for the apps
+// discovered from labels); nil without the docker driver. env reads
+// DOCKER_HOST, as the driver does.
+func (c *Config) DockerReadiness(env func(string) (string, bool)) []string {
+	if !c.PaaS.Driver.Has(DriverDocker) {
+		return nil
+	}
+	dc := c.PaaS.Docker
+	if dc == nil {
+		dc = &docker.Config{}
+	}
+	return dc.Readiness(env)
+}

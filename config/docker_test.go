@@ -78,3 +78,29 @@ func TestParse_DockerSectionOnlyWithItsDriver(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestDockerReadiness_OnlyWithTheDockerDriver(t *testing.T) {
+	src := `
+paas:
+  driver: [process, docker]
+  apps: [{id: proc, command: [x], ready: {tcp: "127.0.0.1:3001"}}]
+  docker:
+    labels: false
+    apps: [{id: web, container: web-1, ready: {tcp: "127.0.0.1:3101"}}]
+` + strings.ReplaceAll(dockerRoute, "%s", "web")
+	cfg, err := Parse([]byte(src), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.DockerReadiness(env(nil))
+	if len(got) != 1 || !strings.HasPrefix(got[0], "web (container web-1): tcp 127.0.0.1:3101 → if the container publishes that port: the container's own address") {
+		t.Errorf("lines %q: want the docker app's only", got)
+	}
+	cfg, err = Parse([]byte("paas: {driver: process, apps: [{id: web, command: [x], ready: {tcp: \"127.0.0.1:3001\"}}]}\n"+strings.ReplaceAll(dockerRoute, "%s", "web")), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.DockerReadiness(env(nil)); got != nil {
+		t.Errorf("without the docker driver: %q, want nothing", got)
+	}
+}

@@ -98,6 +98,8 @@ cluster:
 	for _, p := range c.nodes {
 		fmt.Fprintf(&b, "    - {id: %s, raft_addr: \"%s:7000\", api_addr: \"%s:9090\"}\n", p.id, p.id, p.id)
 	}
+	// A fail timeout of 15 s, under the client's 20 s: on a loaded machine a
+	// docker start alone took 8.4 s, past the 8 s it had.
 	fmt.Fprintf(&b, `paas:
   driver: docker
   docker:
@@ -108,7 +110,7 @@ routes:
   - id: web
     frontend: {domains: [web.test]}
     backend: {targets: ["http://web:8080"]}
-    plugins: [{plugin: reaper, config: {app_id: web, grace_period: 3s, fail_timeout: 8s}}]
+    plugins: [{plugin: reaper, config: {app_id: web, grace_period: 3s, fail_timeout: 15s}}]
 `, c.web)
 	return b.String()
 }

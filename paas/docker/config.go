@@ -88,8 +88,12 @@ type AppConfig struct {
 	// StopTimeout is how long `stop` gives the container before SIGKILL; 0 means
 	// DefaultStopTimeout.
 	StopTimeout conf.Duration `yaml:"stop_timeout"`
-	// Ready says when the started container takes requests. Absent: once it runs
-	// (and, when its image has a HEALTHCHECK, once it is healthy).
+	// Ready says when the started container takes requests. A tcp probe of a
+	// port the container publishes is sent to the container's own address
+	// instead (target.go). Absent: a tcp probe of the container's own address on
+	// its first published port (or its only exposed one), and, when its image
+	// has a HEALTHCHECK, once it is healthy; with no such port, once it runs
+	// (and is healthy).
 	Ready *probe.Config `yaml:"ready"`
 	// DependsOn are apps started (and ready) before this one, and put to sleep
 	// after it when reaper woke them for it.

@@ -10,6 +10,12 @@
 //     FAIL DEPLOY with the cause (exit status, OOM kill, the engine's error);
 //   - put to sleep by Stop: SHOULD_BE_DOWN, deployment OK UNDEPLOY.
 //
+// Readiness is probed at the container's own address, read after each start: a
+// tcp probe naming a port the container publishes goes to its IP and the
+// container port that port maps to, since the engine's port proxy accepts on the
+// published port before the app listens; without ready, its first published
+// port is probed there (target.go, ready.go).
+//
 // Apps are declared in the file (paas.docker.apps[]) or discovered from the labels
 // of the containers that opt in (reaper.enable=true). One goroutine per engine
 // follows its event stream, so that a container started or stopped by hand, or

@@ -95,7 +95,7 @@ func New(opts Options) (*Driver, error) {
 			d.Close()
 			return nil, err
 		}
-		h := newHost(hc.Name, eng)
+		h := newHost(hc.Name, eng, localEngine(hc.Host))
 		d.hosts = append(d.hosts, h)
 		byName[hc.Name] = h
 	}

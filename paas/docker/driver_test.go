@@ -401,3 +401,44 @@ func TestDriver_RemoteEngineOverMutualTLS(t *testing.T) {
 		t.Errorf("without TLS: %v, want the engine unavailable", err)
 	}
 }
+
+func TestDriver_DeclaredContainerWithLabelsIsOneApp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// One with an app id of its own in its labels, one whose labels would make
+	// its name the app's id.
+	// Ids of this test's own: every driver on the engine discovers them.
+	lbl := dockertest.Name(t, "lbl")
+	named, addr := e.demo("named", []string{"--label", "reaper.enable=true", "--label", "reaper.app_id=" + lbl, "--label", "reaper.grace_period=1s"})
+	bare, bareAddr := e.demo("bare", []string{"--label", "reaper.enable=true"})
+	d := e.driver(Config{Apps: []AppConfig{demoApp("decl", named, addr), demoApp("decl2", bare, bareAddr)}})
+	for _, id := range []string{lbl, bare} {
+		if d.Owns(id) {
+			t.Errorf("the driver owns %s, an app only the labels of a declared container claim", id)
+		}
+		if _, err := d.Observe(bg, paas.App{ID: id}); !errors.Is(err, paas.ErrNotFound) {
+			t.Errorf("observe %s: %v, want not found", id, err)
+		}
+	}
+	if h, _ := d.AppPolicy(paas.App{ID: "decl"}); h.GracePeriod != 0 {
+		t.Errorf("the declared app took its labels' grace period: %+v", h)
+	}
+	// Events (start, ready, stop) and the passes they cause: logged once.
+	if err := d.Start(bg, paas.App{ID: "decl"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, d, "decl", paas.StateShouldBeUp)
+	if err := d.Stop(bg, paas.App{ID: "decl"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ app, container, label string }{{"decl", named, lbl}, {"decl2", bare, bare}} {
+		if n := e.logs.Lines("also carries reaper.enable=true", "app="+c.app+" ", "container="+c.container, "label_app_id="+c.label); n != 1 {
+			t.Errorf("%s: the labels ignored logged %d times, want once:\n%s", c.app, n, e.logs.String())
+		}
+	}
+	for _, c := range []string{named, bare} { // other tests' labelled containers are discovered
+		if n := e.logs.Lines("app discovered from its container's labels", "container="+c+" "); n != 0 {
+			t.Errorf("a declared container's labels were read as an app %d times", n)
+		}
+	}
+}

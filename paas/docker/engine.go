@@ -48,6 +48,7 @@ type view struct {
 	oomKilled bool
 	startedAt time.Time
 	errText   string // the engine's own error for the last start, if any
+	net       netView
 }
 
 func (v *view) running() bool { return v.status == container.StateRunning }
@@ -120,6 +121,7 @@ func (e *mobyEngine) Inspect(ctx context.Context, ref string) (view, error) {
 	if c.HostConfig != nil {
 		v.restart = c.HostConfig.RestartPolicy.Name
 	}
+	v.net = readNet(c)
 	if s := c.State; s != nil {
 		v.status, v.exitCode, v.oomKilled, v.errText = s.Status, s.ExitCode, s.OOMKilled, s.Error
 		v.startedAt, _ = time.Parse(time.RFC3339Nano, s.StartedAt)

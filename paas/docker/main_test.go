@@ -64,8 +64,8 @@ func (e *env) demo(short string, opts []string, flags ...string) (string, string
 }
 
 // demoApp declares the demo container name as app id, ready when its /healthz answers
-// through the published port (a TCP probe would be answered by the engine's
-// port proxy before the app listens).
+// through the published port (the port proxy fails an HTTP probe until the app
+// answers; tcp probes are in ready_test.go).
 func demoApp(id, name, addr string) AppConfig {
 	return AppConfig{ID: id, Container: name, Ready: &probe.Config{HTTP: "http://" + addr + "/healthz"}}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,19 +115,28 @@ func (d *Driver) claims() (map[*app]*view, map[string]found, map[*host]bool) {
 		h.mu.Unlock()
 		slices.SortFunc(views, func(a, b *view) int { return cmp.Compare(a.name, b.name) })
 		for _, v := range views {
+			var declaredAs []string
 			for _, a := range d.configured {
 				if a.h == h && matches(a.spec.container, v.id, v.name) {
 					decl[a] = v
+					declaredAs = append(declaredAs, a.spec.id)
 				}
 			}
 			if !d.labels || !optedIn(v.labels) {
 				continue
 			}
 			id := labelAppID(v.name, v.labels)
-			if c, ok := d.configured[id]; ok {
-				if c.h != h || !matches(c.spec.container, v.id, v.name) {
-					d.warnOnce("conflict:"+h.name+"/"+v.name, "a container claims the id of an app declared in paas.docker.apps: the declared one wins", "app", id, "engine", h.name, "container", v.name)
-				}
+			if len(declaredAs) > 0 {
+				// One container, one app: the declared one. Its labels
+				// would make it a second app whose sleeps and wakes fight
+				// the first's.
+				slices.Sort(declaredAs)
+				d.warnOnce("declared:"+h.name+"/"+v.name, "a container declared in paas.docker.apps also carries "+LabelEnable+"=true: it is the declared app only, its labels are ignored",
+					"app", strings.Join(declaredAs, ","), "engine", h.name, "container", v.name, "label_app_id", id)
+				continue
+			}
+			if _, ok := d.configured[id]; ok { // declared with another container
+				d.warnOnce("conflict:"+h.name+"/"+v.name, "a container claims the id of an app declared in paas.docker.apps: the declared one wins", "app", id, "engine", h.name, "container", v.name)
 				continue
 			}
 			if f, dup := disc[id]; dup {
@@ -146,7 +156,8 @@ func sameView(a, b *view) bool {
 	}
 	return a.id == b.id && a.name == b.name && a.status == b.status && a.health == b.health &&
 		a.restart == b.restart && a.exitCode == b.exitCode && a.oomKilled == b.oomKilled &&
-		a.startedAt.Equal(b.startedAt) && a.errText == b.errText && maps.Equal(a.labels, b.labels)
+		a.startedAt.Equal(b.startedAt) && a.errText == b.errText && maps.Equal(a.labels, b.labels) &&
+		a.net.equal(b.net)
 }
 
 func (d *Driver) warnOnce(key, msg string, args ...any) {
@@ -193,10 +204,11 @@ func (d *Driver) logView(a *app, v *view, ev viewEvent) {
 // ready yet are waited for in the background.
 func (d *Driver) adopt(apps []*app) {
 	ready := make([]bool, len(apps))
+	probed := make([]string, len(apps))
 	ctx, cancel := context.WithTimeout(d.base, adoptProbeTimeout)
 	var wg sync.WaitGroup
 	for i, a := range apps {
-		wg.Go(func() { ready[i] = d.readyOnce(ctx, a) })
+		wg.Go(func() { probed[i], ready[i] = d.readyOnce(ctx, a) })
 	}
 	wg.Wait()
 	cancel()
@@ -213,6 +225,6 @@ func (d *Driver) adopt(apps []*app) {
 			a.broadcast()
 		}
 		a.mu.Unlock()
-		d.log.Info("adopted a running container", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "ready", ok)
+		d.log.Info("adopted a running container", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "ready", ok, "probe", probed[i])
 	}
 }

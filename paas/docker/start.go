@@ -11,7 +11,6 @@ import (
 	"github.com/moby/moby/api/types/container"
 
 	"github.com/reapergw/reaper/paas"
-	"github.com/reapergw/reaper/paas/probe"
 )
 
 // errRefused: the container no longer opted in; reaper does not touch it.
@@ -118,15 +117,15 @@ func (d *Driver) launch(ctx context.Context, a *app, v view, deps []*app, asDep 
 				return
 			}
 		}
-		if d.awaitReady(bctx, a, b.at) && d.awaitRunning(bctx, a) {
-			d.markReady(a, b)
+		if probed, ok := d.awaitReady(bctx, a, b.at); ok {
+			d.markReady(a, b, probed)
 		}
 	}()
 	return nil
 }
 
-// awaitRunning waits until the driver has seen the container run: a probe can pass
-// before the engine's event of the start is applied.
+// awaitRunning waits until the driver has seen the container run: only then does
+// it know the container's address, which its probe may need.
 func (d *Driver) awaitRunning(ctx context.Context, a *app) bool {
 	for {
 		a.mu.Lock()
@@ -156,7 +155,7 @@ func (d *Driver) send(ctx context.Context, a *app, v view) error {
 	// Read at once, so that the readiness found by the probe meets a running
 	// container without waiting for the engine's event.
 	d.refresh(ctx, a, v.id)
-	d.log.Info("container "+strings.TrimSuffix(what, "ing")+"ed", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container)
+	d.log.Info("container "+strings.TrimSuffix(what, "ing")+"ed", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "probe", a.probeText())
 	return nil
 }
 
@@ -225,38 +224,6 @@ func (a *app) isReady() bool {
 	return a.ready
 }
 
-// awaitReady waits until the app is ready: its ready probe passes (on the schedule
-// of package probe, from started), or, without one, its container runs (and is
-// healthy, when it has a healthcheck). It returns false when ctx ends first.
-func (d *Driver) awaitReady(ctx context.Context, a *app, started time.Time) bool {
-	if r := a.spec.ready; r != nil {
-		return probe.Loop(ctx, started, r.Steady(), func(ctx context.Context) probe.Result { return d.prober.Probe(ctx, r.TCP, r.HTTP) })
-	}
-	for {
-		a.mu.Lock()
-		ok, ch := a.v != nil && a.v.serving(), a.changed
-		a.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		}
-	}
-}
-
-// readyOnce checks the app's readiness once (one probe, or the container's state).
-func (d *Driver) readyOnce(ctx context.Context, a *app) bool {
-	if r := a.spec.ready; r != nil {
-		return d.prober.Ready(ctx, r.TCP, r.HTTP)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.v != nil && a.v.serving()
-}
-
 // watchReady waits, in the background, for the readiness of a container that runs
 // without a start of ours.
 func (d *Driver) watchReady(a *app) {
@@ -277,15 +244,16 @@ func (d *Driver) watchReady(a *app) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel()
-		if d.awaitReady(ctx, a, r.at) && d.awaitRunning(ctx, a) {
-			d.markReady(a, r)
+		if probed, ok := d.awaitReady(ctx, a, r.at); ok {
+			d.markReady(a, r, probed)
 		}
 	}()
 }
 
 // markReady records that the app passed its readiness, for the run r (a boot of
-// ours or a watch); a run that was replaced meanwhile changes nothing.
-func (d *Driver) markReady(a *app, r *run) {
+// ours or a watch), probed as probed says; a run that was replaced meanwhile
+// changes nothing.
+func (d *Driver) markReady(a *app, r *run, probed string) {
 	a.mu.Lock()
 	if (a.boot != r && a.watch != r) || a.v == nil || !a.v.running() {
 		a.mu.Unlock()
@@ -307,9 +275,9 @@ func (d *Driver) markReady(a *app, r *run) {
 	// Watchers first: held requests wait for what they do next.
 	d.notify(a.spec.id)
 	if ours {
-		d.log.Info("container ready", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "boot", took.Round(time.Millisecond))
+		d.log.Info("container ready", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "boot", took.Round(time.Millisecond), "probe", probed)
 	} else {
-		d.log.Info("container ready (started from outside)", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container)
+		d.log.Info("container ready (started from outside)", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "probe", probed)
 	}
 }
 

@@ -25,6 +25,7 @@ const (
 type host struct {
 	name      string
 	eng       engine
+	local     bool          // on this machine: its containers' own addresses can be probed
 	firstSync chan struct{} // closed once its containers were listed once
 
 	mu      sync.Mutex // guards what follows
@@ -44,8 +45,8 @@ func (h *host) outage() (lost, back time.Time) {
 	return h.lostAt, h.backAt
 }
 
-func newHost(name string, eng engine) *host {
-	return &host{name: name, eng: eng, firstSync: make(chan struct{}), views: map[string]*view{}}
+func newHost(name string, eng engine, local bool) *host {
+	return &host{name: name, eng: eng, local: local, firstSync: make(chan struct{}), views: map[string]*view{}}
 }
 
 // unreachable returns an error wrapping paas.ErrUnavailable while the engine's

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -72,12 +73,8 @@ func (p *Prober) Ready(ctx context.Context, tcpAddr, httpURL string) bool {
 // 500. It blocks for at most the probe timeout or until ctx ends.
 func (p *Prober) Probe(ctx context.Context, tcpAddr, httpURL string) Result {
 	if tcpAddr != "" {
-		conn, err := p.dialer.DialContext(ctx, "tcp", tcpAddr)
-		if err != nil {
-			return Unreached
-		}
-		_ = conn.Close()
-		return Ready
+		res, _ := p.TCP(ctx, tcpAddr)
+		return res
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpURL, nil)
 	if err != nil {
@@ -99,6 +96,24 @@ func (p *Prober) Probe(ctx context.Context, tcpAddr, httpURL string) Result {
 	}
 	return NotReady
 }
+
+// TCP probes addr once with a TCP connect: Ready when it is accepted, else
+// Unreached and the connect's error, so that a caller can tell a port that is
+// closed (Refused: the host answered) from an address that cannot be reached
+// at all (no route, or no answer within the probe timeout). It blocks for at
+// most the probe timeout or until ctx ends.
+func (p *Prober) TCP(ctx context.Context, addr string) (Result, error) {
+	conn, err := p.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return Unreached, err
+	}
+	_ = conn.Close()
+	return Ready, nil
+}
+
+// Refused reports whether a connect's error says that the host answered and
+// nothing listens on the port: the address is reachable.
+func Refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 // Close releases the probe client's resources.
 func (p *Prober) Close() {

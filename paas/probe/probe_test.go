@@ -277,3 +277,27 @@ func TestProbeLoop_EndsWithItsContext(t *testing.T) {
 		}
 	})
 }
+
+func TestProber_TCPTellsAClosedPortFromAnUnreachableAddress(t *testing.T) {
+	p := New()
+	defer p.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if res, err := p.TCP(context.Background(), addr); res != Ready || err != nil {
+		t.Errorf("a listening port: %v, %v; want Ready", res, err)
+	}
+	_ = ln.Close()
+	res, err := p.TCP(context.Background(), addr)
+	if res != Unreached || !Refused(err) {
+		t.Errorf("a closed port: %v, %v; want Unreached, refused", res, err)
+	}
+	// A context that ended is not a refusal: nothing says the host answered.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res, err := p.TCP(ctx, addr); res != Unreached || err == nil || Refused(err) {
+		t.Errorf("a probe whose context ended: %v, %v; want Unreached, not refused", res, err)
+	}
+}

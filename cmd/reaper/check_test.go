@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheck_SaysWhatEachContainerStartProbes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "reaper.yaml")
+	const cfg = `
+paas:
+  driver: docker
+  docker:
+    apps:
+      - {id: web, container: web-1, ready: {tcp: "127.0.0.1:8081"}}
+      - {id: db, container: db-1}
+routes:
+  - id: web
+    frontend: {domains: [web.localhost]}
+    backend: {targets: ["http://127.0.0.1:8081"]}
+    plugins: [{plugin: reaper, config: {app_id: web}}]
+`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	env := func(string) (string, bool) { return "", false }
+	if err := run(context.Background(), []string{"check", "--config", file}, env, &stdout, &stderr); err != nil {
+		t.Fatalf("check: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"ok (1 route, driver docker, store memory)\ncontainer readiness, probed at each start:\n",
+		"\n  web (container web-1): tcp 127.0.0.1:8081 → if the container publishes that port: the container's own address and the port it maps to",
+		"\n  db (container db-1): no ready: tcp to the container's own address on its first published port (or its only exposed port)",
+		"\n  apps from labels: reaper.ready.tcp or reaper.ready.http as above",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("reaper check said:\n%s\nwant %q in it", out, want)
+		}
+	}
+}
