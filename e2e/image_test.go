@@ -76,11 +76,24 @@ func TestImage_RunsAsNonRootBecomesHealthyAndServes(t *testing.T) {
 	if user := dockertest.Docker(t, "inspect", "--format", "{{.Config.User}}", c); user != "65532:65532" {
 		t.Errorf("the image's user is %q, want 65532:65532", user)
 	}
-	// What the process really runs as, as the host's ps sees it.
-	top := strings.Split(dockertest.Docker(t, "top", c, "-eo", "pid,uid,gid,args"), "\n")
-	if len(top) != 2 || !strings.Contains(top[1], "/reaper serve --config /etc/reaper/reaper.yaml") ||
-		strings.Fields(top[1])[1] != "65532" || strings.Fields(top[1])[2] != "65532" {
-		t.Errorf("docker top: want one process, /reaper serve, uid and gid 65532:\n%s", strings.Join(top, "\n"))
+	// What the processes really run as, as the host's ps sees them: one
+	// /reaper serve, and at times the HEALTHCHECK's /reaper health beside it
+	// (docker runs it every interval); all of them 65532:65532.
+	top := strings.Split(strings.TrimSpace(dockertest.Docker(t, "top", c, "-eo", "pid,uid,gid,args")), "\n")
+	serves := 0
+	for _, line := range top[1:] {
+		f := strings.Fields(line)
+		switch {
+		case len(f) < 4 || f[1] != "65532" || f[2] != "65532":
+			t.Errorf("docker top: a process not run as 65532:65532: %q", line)
+		case strings.Contains(line, "/reaper serve --config /etc/reaper/reaper.yaml"):
+			serves++
+		case !strings.Contains(line, "/reaper health --config /etc/reaper/reaper.yaml"):
+			t.Errorf("docker top: a process that is neither /reaper serve nor the health check: %q", line)
+		}
+	}
+	if serves != 1 {
+		t.Errorf("docker top: want one /reaper serve, got %d:\n%s", serves, strings.Join(top, "\n"))
 	}
 
 	client := &http.Client{Timeout: 5 * time.Second}
