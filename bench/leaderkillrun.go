@@ -96,9 +96,23 @@ func (c *benchCluster) killRun(ctx context.Context, i int, offset time.Duration,
 	if err := c.checkAsleep(ctx, app, host); err != nil {
 		return run, err
 	}
+	killed, err := c.holdAndKill(ctx, &run, app, via, lead)
+	if err != nil {
+		return run, err
+	}
+	c.readKillOutcome(&run, app, killed)
 
-	// The requests: each ends by the fail timeout (a 504) or the run's deadline;
-	// on an error, they are given up (cancel runs before wg.Wait).
+	<-lead.P.Done()
+	countProblems(warnings, lead.P)
+	return run, c.rejoin(ctx, &run, lead)
+}
+
+// holdAndKill sends killHeld requests for app through via, waits until via holds
+// them all, kills the leader run.offset later, and returns when every request
+// has its answer (in run.answers), with the time of the kill. Each request ends
+// by the fail timeout (a 504) or the run's deadline; on an error, they are given
+// up (cancel runs before wg.Wait).
+func (c *benchCluster) holdAndKill(ctx context.Context, run *killRun, app string, via, lead *clusterenv.Node) (time.Time, error) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	rctx, cancel := context.WithTimeout(ctx, killFailTimeout+10*time.Second)
@@ -110,7 +124,7 @@ func (c *benchCluster) killRun(ctx context.Context, i int, offset time.Duration,
 	ended := make(chan struct{}, killHeld)
 	for k := range killHeld {
 		wg.Go(func() {
-			run.answers[k] = holdRequest(rctx, hc, via.Gateway, host, app, written)
+			run.answers[k] = holdRequest(rctx, hc, via.Gateway, run.host, app, written)
 			ended <- struct{}{}
 		})
 	}
@@ -120,28 +134,35 @@ func (c *benchCluster) killRun(ctx context.Context, i int, offset time.Duration,
 	case <-ended:
 		cancel()
 		wg.Wait()
-		return run, fmt.Errorf("bench: a request for %s through %s ended before it was written: %v", host, via.ID, firstErr(run.answers))
+		return time.Time{}, fmt.Errorf("bench: a request for %s through %s ended before it was written: %v", run.host, via.ID, firstErr(run.answers))
 	case <-ctx.Done():
-		return run, ctx.Err()
+		return time.Time{}, ctx.Err()
 	}
 	heldAt, err := c.waitHeld(ctx, via, app, killHeld, ended)
 	if err != nil {
 		cancel()
 		wg.Wait()
-		return run, fmt.Errorf("%s through %s: %w (answers: %v)", host, via.ID, err, firstErr(run.answers))
+		return time.Time{}, fmt.Errorf("%s through %s: %w (answers: %v)", run.host, via.ID, err, firstErr(run.answers))
 	}
 	run.held = heldAt.Sub(first)
 
 	// The fault: a fixed delay of the schedule, not a wait for a condition.
-	if !clusterenv.SleepCtx(ctx, time.Until(heldAt.Add(offset))) {
-		return run, ctx.Err()
+	if !clusterenv.SleepCtx(ctx, time.Until(heldAt.Add(run.offset))) {
+		return time.Time{}, ctx.Err()
 	}
 	killed := time.Now()
-	run.killLate = killed.Sub(heldAt.Add(offset))
+	run.killLate = killed.Sub(heldAt.Add(run.offset))
 	if err := lead.P.Signal(syscall.SIGKILL); err != nil {
-		return run, fmt.Errorf("bench: kill -9 %s: %w", lead.ID, err)
+		return time.Time{}, fmt.Errorf("bench: kill -9 %s: %w", lead.ID, err)
 	}
 	wg.Wait()
+	return killed, nil
+}
+
+// readKillOutcome fills in what the kill led to: the time from the kill to the
+// last answer, the platform's start calls for app, and when the start landed
+// against the kill.
+func (c *benchCluster) readKillOutcome(run *killRun, app string, killed time.Time) {
 	last := killed
 	for _, a := range run.answers {
 		if a.at.After(last) {
@@ -158,23 +179,25 @@ func (c *benchCluster) killRun(ctx context.Context, i int, offset time.Duration,
 			break
 		}
 	}
+}
 
-	<-lead.P.Done()
-	countProblems(warnings, lead.P)
+// rejoin restarts the killed node and waits until the cluster is whole again:
+// how long that took, and who leads in which term.
+func (c *benchCluster) rejoin(ctx context.Context, run *killRun, killed *clusterenv.Node) error {
 	restarted := time.Now()
-	if err := c.Spawn(lead); err != nil {
-		return run, err
+	if err := c.Spawn(killed); err != nil {
+		return err
 	}
-	if err := c.WaitServing(ctx, lead); err != nil {
-		return run, err
+	if err := c.WaitServing(ctx, killed); err != nil {
+		return err
 	}
 	now, newTerm, err := c.WaitWhole(ctx, wholeTimeout)
 	if err != nil {
-		return run, err
+		return err
 	}
 	run.rejoin = time.Since(restarted)
 	run.elected, run.newTerm = now.ID, newTerm
-	return run, nil
+	return nil
 }
 
 // checkAsleep fails unless the app is asleep: stopped and never started at the
