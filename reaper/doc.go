@@ -5,29 +5,64 @@
 // the job that applies decisions through a paas.Client, wake asks, traffic
 // accounting, and the Store interface with its in-memory implementation.
 //
-// Where things are:
+// Where things are, grouped by who reads them (every file of the package is
+// named once):
+//
+// The decisions (pure, take now, table-tested):
 //
 //   - status.go: the six statuses and the Record of an app.
-//   - decide.go: whether an app sleeps or wakes now (Decide, pure, takes now);
-//     outcome.go: how the platform's answer to a start or a stop changes the
-//     record. Only these two change a status.
-//   - job.go and step.go: the leader's job, which observes each app under its
-//     lock, calls Decide and acts on the platform.
-//   - plugin.go: the reaper plugin on a route; protocol.go: the wire protocol as
-//     one table (classify, answerFor); answers.go: the answers given in place of
-//     the app.
-//   - heldrequest.go: a held request, from the plugin's side (its body, parking,
-//     the answer once its hold ends); hold.go: the node's holds and the per-app
-//     waiter loop that releases them.
-//   - engine.go: a node's view of its apps (records, claims of the routes), which
-//     wires traffic.go (counted in memory, flushed to the store), wakeask.go
-//     (coalesced wake asks) and hold.go together.
-//   - store.go: the Store interface; memstore*.go and statefile.go: the single
-//     node's store; watchers.go: record-change notifications for both stores.
-//     Package storetest is the contract suite every store passes; package
-//     valkeystore is the cluster's store.
-//   - admin.go: the admin API of apps and settings; schedule.go: keep-up windows.
+//   - decide.go: whether an app sleeps or wakes now (Decide); outcome.go: how
+//     the platform's answer to a start or a stop changes the record. Only these
+//     two change a status.
+//   - idle.go: the idle clock and an operator's "sleep now", which Decide uses;
+//     operator.go: what an operator asks beyond the idle clock (keep warm, sleep
+//     now) as the record keeps it; schedule.go: keep-up windows; hint.go: an
+//     app's own policy (a container's label) against its routes'.
+//
+// The leader's job:
+//
+//   - job.go and step.go: the job, which observes each app under its lock,
+//     calls Decide and acts on the platform.
+//   - prewake.go (which visits recur, pure) and prewakejob.go (the job's side):
+//     learned pre-wake.
+//   - savings.go: the time, money and GiB-hours an app spent asleep.
+//
+// A request's path, on every node:
+//
+//   - plugin.go: the reaper plugin on a route; config.go: its configuration on
+//     one route (the reference's keys); protocol.go: the wire protocol as one
+//     table (classify, answerFor); answers.go: the answers given in place of
+//     the app; wellknown.go: reaper's own paths under /.well-known/reaper/ on
+//     every host; preview.go: a route's waiting page as a browser would get it;
+//     liveevents.go: the waiting page's live progress stream, and progress.go:
+//     how far a wake went, as the page shows it.
+//   - heldrequest.go: a held request, from the plugin's side (its body,
+//     parking, the answer once its hold ends); hold.go: the node's holds and the
+//     per-app waiter loop that releases them; release.go: a crowd released at
+//     the pace its app can take.
+//   - engine.go: a node's view of its apps (records, claims of the routes),
+//     which wires traffic.go (counted in memory, flushed to the store),
+//     wakeask.go (coalesced wake asks) and hold.go together; awake.go: why an
+//     app is awake (who moved its idle clock); eta.go: the learned ETA of a
+//     wake.
+//
+// The stores:
+//
+//   - store.go: the Store interface; memstore.go, with memstore_records.go,
+//     memstore_asks.go, memstore_locks.go, memstore_traffic.go,
+//     memstore_history.go, memstore_queue.go and memstore_watch.go, and
+//     statefile.go: the single node's store; watchers.go: record-change
+//     notifications for both stores. Package storetest is the contract suite
+//     every store passes; package valkeystore is the cluster's store.
+//
+// What operators and other programs are told:
+//
+//   - admin.go: the admin API of apps and settings; adminactions.go: the
+//     operators' actions on an app (wake, sleep now, hold awake, release,
+//     reset); adminwatch.go: the API's views over time (why awake, recent
+//     wakes, the event stream).
 //   - events.go: the node's event stream; notify.go: what the Notifier (the
 //     webhooks) is told, and when; eventqueue.go: the webhooks' queues in the
-//     store (memstore_queue.go, valkeystore/queue.go).
+//     store (memstore_queue.go, valkeystore/queue.go); observe.go: the
+//     Observer the metrics implement.
 package reaper
