@@ -20,10 +20,11 @@ import (
 
 // What the cluster tests ask of the nodes and the apps, and wait for.
 
-// status is GET /api/cluster on the node's admin listener.
+// status is GET /api/cluster?probe=false (the Raft view, at once) on the node's
+// admin listener.
 func (e *clusterEnv) status(n *clusterNode) (leader.Status, error) {
 	var st leader.Status
-	req, _ := http.NewRequest("GET", e.adminURL(n, "/api/cluster"), nil)
+	req, _ := http.NewRequest("GET", e.adminURL(n, "/api/cluster?probe=false"), nil)
 	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
 	resp, err := e.admin.Do(req)
 	if err != nil {

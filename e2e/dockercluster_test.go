@@ -118,7 +118,7 @@ routes:
 // status is GET /api/cluster on the node.
 func (c *dockerCluster) status(n *dockerNode) (leader.Status, error) {
 	var st leader.Status
-	req, _ := http.NewRequest("GET", "http://"+n.adminAt+"/api/cluster", nil)
+	req, _ := http.NewRequest("GET", "http://"+n.adminAt+"/api/cluster?probe=false", nil)
 	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
 	resp, err := c.client.Do(req)
 	if err != nil {

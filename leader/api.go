@@ -89,17 +89,20 @@ func (a *API) Internal() http.Handler {
 // Admin returns the handler of the admin API's cluster part. It does not check
 // who calls: the admin listener puts it behind the admin token.
 //
-//	GET    /api/cluster               members, leader, term; ?probe=true: each member probed (ProbeStatus)
+//	GET    /api/cluster               members, leader, term, each member probed (ProbeStatus: 2 s at most);
+//	                                  ?probe=false: the Raft configuration alone, at once
 //	POST   /api/cluster/members       {"id", "raft_addr", "api_addr"}: add a voter
 //	DELETE /api/cluster/members/{id}  remove a member
 func (a *API) Admin() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/cluster", func(w http.ResponseWriter, r *http.Request) {
-		if probe, _ := strconv.ParseBool(r.URL.Query().Get("probe")); probe {
-			httpjson.Write(w, http.StatusOK, a.Node.ProbeStatus(r.Context()))
+		// Probed unless asked not to: Raft lists a killed member as a voter like
+		// any other, and an operator reading the members must see which answer.
+		if probe, err := strconv.ParseBool(r.URL.Query().Get("probe")); err == nil && !probe {
+			httpjson.Write(w, http.StatusOK, a.Node.Status())
 			return
 		}
-		httpjson.Write(w, http.StatusOK, a.Node.Status())
+		httpjson.Write(w, http.StatusOK, a.Node.ProbeStatus(r.Context()))
 	})
 	mux.HandleFunc("POST /api/cluster/members", func(w http.ResponseWriter, r *http.Request) {
 		a.addMember(w, r, true)

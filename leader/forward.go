@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -89,6 +90,9 @@ type caller struct {
 	secret []byte
 	scheme string
 	client *http.Client
+	// answered is when each API address last answered a call (any status), for
+	// the last contact that the probe of an unreachable member reports.
+	answered sync.Map // string → time.Time
 }
 
 func newCaller(secret []byte, t *TLS) *caller {
@@ -133,6 +137,7 @@ func (c *caller) call(ctx context.Context, apiAddr, method, path string, body []
 	if err != nil {
 		return 0, nil, fmt.Errorf("leader: internal call to %s: %w", apiAddr, err)
 	}
+	c.answered.Store(apiAddr, time.Now())
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {

@@ -142,7 +142,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 	if err != nil {
 		return nil, err
 	}
-	inFlight, err := a.Store.InFlight(ctx)
+	inFlight, err := a.Engine.OpenEverywhere(ctx) // this node's part exact, not as of its last flush
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 			rec = Record{AppID: appID, Status: StatusWaitingForInit}
 		}
 		m, isManaged := managed[appID]
-		la, busy := a.Engine.LocalTraffic(appID)
+		la, _ := a.Engine.LocalTraffic(appID)
 		if stored := access[appID]; stored.After(la) {
 			la = stored
 		}
@@ -184,7 +184,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 			PlatformState: string(rec.PlatformState), CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause,
 			LastStatusUpdate: ptime(rec.LastStatusUpdate), LastUpAt: ptime(rec.LastUpAt),
 			LastDownAt: ptime(rec.LastDownAt), ActionAt: ptime(rec.ActionAt), LastCheckAt: ptime(rec.LastCheckAt),
-			Routes: m.Routes, LastAccess: ptime(la), InFlight: max(inFlight[appID], int(busy)), Held: held, Managed: isManaged,
+			Routes: m.Routes, LastAccess: ptime(la), InFlight: inFlight[appID], Held: held, Managed: isManaged,
 		}
 		if v.Routes == nil {
 			v.Routes = []string{}

@@ -286,14 +286,13 @@ func sleepRefusal(rec Record, s Settings, p Policy, busy int, force bool, now ti
 }
 
 // busy is the app's open requests, connections and held requests over every
-// node: the store's counts, or this node's exact ones when larger.
+// node: this node's exact count, and the others' as of their last flush.
 func (a *AdminAPI) busy(ctx context.Context, id string) (int, error) {
-	counts, err := a.Store.InFlight(ctx)
+	counts, err := a.Engine.OpenEverywhere(ctx)
 	if err != nil {
 		return 0, err
 	}
-	_, local := a.Engine.LocalTraffic(id)
-	return max(counts[id], int(local)), nil
+	return counts[id], nil
 }
 
 // hold keeps the app awake for a duration, waking it if it sleeps.

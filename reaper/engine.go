@@ -90,8 +90,13 @@ type Engine struct {
 
 	refresh  chan string // app ids whose record should be re-read
 	flushNow chan struct{}
-	storeErr throttle
-	flushErr throttle
+
+	// inFlightMu makes writing this node's in-flight counts and remembering
+	// them one step, as OpenEverywhere sees it.
+	inFlightMu    sync.Mutex
+	flushedCounts flushedCounts
+	storeErr      throttle
+	flushErr      throttle
 }
 
 // ManagedApp is an app at least one route manages, with its effective policy: the

@@ -156,6 +156,9 @@ type node struct {
 	acmeHTTP    *http.Server
 	acmeClosers []func() error
 
+	// unlockData lets go of node.data_dir (lockDataDir), last at shutdown.
+	unlockData func()
+
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
 	failed   chan error
@@ -169,8 +172,12 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 	if err := os.MkdirAll(cfg.Node.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("node.data_dir: %w", err)
 	}
-	n := &node{cfg: cfg, log: logger, failed: make(chan error, 2), ready: &readiness{}}
-	var closers []func() error
+	unlock, err := lockDataDir(cfg.Node.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{cfg: cfg, log: logger, failed: make(chan error, 2), ready: &readiness{}, unlockData: unlock}
+	closers := []func() error{func() error { unlock(); return nil }}
 	defer func() {
 		if err != nil {
 			_ = closeAll(closers)
@@ -437,6 +444,7 @@ func (n *node) shutdown() {
 		r.Close()
 	}
 	n.parts.close()
+	n.unlockData()
 }
 
 // readiness is what /readyz reports.
