@@ -31,7 +31,9 @@ func TestReadme_TheDemoCurlsGetWhatTheySay(t *testing.T) {
 		"./bin/demoapp", "%DEMOAPP%", "127.0.0.1:3001", hello, "127.0.0.1:3002", api, `"2s"`, `"300ms"`).Replace(string(src))
 	p := startReaper(t, t.TempDir(), cfg)
 	for _, id := range []string{"hello", "api"} {
-		p.waitLog(func(l map[string]any) bool { return l["msg"] == "app status changed" && l["app"] == id && l["to"] == "Down" }, 10*time.Second)
+		p.waitLog(func(l map[string]any) bool {
+			return l["msg"] == "app status changed" && l["app"] == id && l["to"] == "Down"
+		}, 10*time.Second)
 	}
 
 	quoted := regexp.MustCompile(`-(H|A) '([^']*)'`)
