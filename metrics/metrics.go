@@ -10,6 +10,7 @@ package metrics
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,9 @@ type Metrics struct {
 
 	driver string
 	cells  sync.Map // requestKey → *requestCell
+	// node is what WatchNode was given: the apps whose series each scrape
+	// creates (zero.go).
+	node atomic.Pointer[Node]
 }
 
 // requestKey is one series of the request metrics.
@@ -75,6 +79,7 @@ func New(driver string) *Metrics {
 	m.asks = m.gaugeVec("reaper_wake_asks_pending", "Wake asks pending at the leader's last pass (0 or 1 per app). Set by the leader.", "app")
 	m.storeErr = m.counterVec("reaper_store_errors_total", "Store calls that failed, by operation.", "op")
 	m.webhooks = m.counterVec("reaper_webhook_deliveries_total", "Webhook events by outcome: delivered, retried (an attempt failed), dropped (refused, too old, pushed out of a full queue).", "webhook", "outcome")
+	m.zeroDriver()
 	return m
 }
 
@@ -99,9 +104,10 @@ func (m *Metrics) histogramVec(name, help string, buckets []float64, labels ...s
 // Registry is where collectors of the binary (the cluster's) register.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Handler serves the registry in the Prometheus text format.
+// Handler serves the registry in the Prometheus text format, with the series
+// of every app the node manages, 0 until they move (zero.go).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return m.zeroing(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 }
 
 // The request classes and answers, as labels.

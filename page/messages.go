@@ -8,7 +8,7 @@ import (
 
 // Placeholders in messages. The value replacing them is escaped like any other text.
 const (
-	PlaceholderApp     = "{app}" // the name of the app (Waiting.DisplayName)
+	PlaceholderApp     = "{app}" // the name in the heading: the route's (Waiting.DisplayName)
 	PlaceholderSeconds = "{n}"   // the seconds waited so far, updated by the page script
 )
 

@@ -45,10 +45,11 @@ var ErrRender = errors.New("page: render waiting page")
 
 // Waiting is what the waiting page shows. Every string is escaped when rendered.
 type Waiting struct {
-	// RouteName names the route; it is shown when AppName is empty.
+	// RouteName names the route: the heading of the built-in page shows it ("shop is waking up"), as the
+	// reference's default page does, since it is the name the visitor's request went to. When it is empty
+	// the heading shows AppName; when both are, the page says "the application" in its language.
 	RouteName string
-	// AppName is the name shown in the heading. When both names are empty the page says "the
-	// application" in its language.
+	// AppName is the app's name on its platform; custom pages get it as {{app_name}} (Fields.AppName).
 	AppName string
 	// AppID identifies the app for operators' templates and dashboards; the default page does not show
 	// it, since a visitor has no use for it.
@@ -99,13 +100,13 @@ func (w Waiting) State() string {
 	}
 }
 
-// DisplayName is the name the page shows: AppName, else RouteName, else fallback.
+// DisplayName is the name the page's heading shows: RouteName, else AppName, else fallback.
 func (w Waiting) DisplayName(fallback string) string {
 	switch {
-	case w.AppName != "":
-		return w.AppName
 	case w.RouteName != "":
 		return w.RouteName
+	case w.AppName != "":
+		return w.AppName
 	default:
 		return fallback
 	}

@@ -21,7 +21,7 @@ import (
 //	GET  /api/apps/{id}/wakes           its recent wakes, phase by phase
 //	GET  /api/apps/{id}/prewake         its learned visits, the next pre-wake, hits and misses
 //	POST /api/apps/{id}/_wake           ask for a wake, as a request would
-//	POST /api/apps/{id}/_sleep          put it to sleep now (also _reap); 409 and why when it cannot, unless ?force=true
+//	POST /api/apps/{id}/_sleep          put it to sleep now (202; _reap, the reference's name, answers 200); 409 and why when it cannot, unless ?force=true
 //	POST /api/apps/{id}/_hold           {"duration": "6h", "reason": "…", "by": "…"}: keep it awake (waking it)
 //	DELETE /api/apps/{id}/_hold         end the hold now
 //	POST /api/apps/{id}/_reset          an app in Error (or any) back to WaitingForInit
@@ -63,7 +63,7 @@ func (a *AdminAPI) Handler() http.Handler {
 	mux.HandleFunc("GET /api/apps/{id}/prewake", a.prewake)
 	mux.HandleFunc("POST /api/apps/{id}/_wake", a.wake)
 	mux.HandleFunc("POST /api/apps/{id}/_sleep", a.sleep)
-	mux.HandleFunc("POST /api/apps/{id}/_reap", a.sleep)
+	mux.HandleFunc("POST /api/apps/{id}/_reap", a.reap)
 	mux.HandleFunc("POST /api/apps/{id}/_hold", a.hold)
 	mux.HandleFunc("DELETE /api/apps/{id}/_hold", a.release)
 	mux.HandleFunc("POST /api/apps/{id}/_reset", a.reset)

@@ -194,6 +194,11 @@ func (p *parts) buildWebhooks(_ context.Context, cfg *config.Config) error {
 		Observer:       p.metrics,
 		UserAgent:      "reaper/" + version,
 	})
+	names := make([]string, 0, len(cfg.Events.Webhooks))
+	for i := range cfg.Events.Webhooks {
+		names = append(names, cfg.Events.Webhooks[i].ResolvedName())
+	}
+	p.metrics.WatchWebhooks(names)
 	return nil
 }
 
