@@ -281,7 +281,7 @@ func internalCall(t *testing.T, n *clusterNode, path, secret string) int {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+n.apiAddr+path, nil)
 	if secret != "" {
-		leader.Sign(req, nil, []byte(secret), time.Now())
+		leader.Sign(req, nil, []byte(secret), n.id, time.Now())
 	}
 	resp, err := clusterClient.Do(req)
 	if err != nil {

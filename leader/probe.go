@@ -99,7 +99,7 @@ func (n *Node) ProbeStatus(ctx context.Context) Status {
 // probe asks the member id at apiAddr for its view.
 func (n *Node) probe(ctx context.Context, id raft.ServerID, apiAddr string) *Probe {
 	begin := time.Now()
-	code, body, err := n.Call(ctx, apiAddr, http.MethodGet, "/internal/self", nil)
+	code, body, err := n.Call(ctx, string(id), apiAddr, http.MethodGet, "/internal/self", nil)
 	p := &Probe{RTTMS: float64(time.Since(begin).Microseconds()) / 1000}
 	if err != nil {
 		p.RTTMS = 0

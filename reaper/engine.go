@@ -13,6 +13,7 @@ import (
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/ratelimit"
 )
 
 // EngineOptions configures an Engine.
@@ -63,6 +64,10 @@ type EngineOptions struct {
 	// route's waiting page can be previewed (WellKnownPreviewPath). Unset: only
 	// routes that allow the preview show it.
 	AdminToken conf.Secret
+	// Failures is the budget of failed attempts at the admin token per client
+	// that the preview takes from, shared with the admin listener's doors
+	// (dashboard.Options.Failures); nil: the engine's own.
+	Failures *ratelimit.Failures
 	// Notifier is told of the events webhooks announce (notify.go); nil: none.
 	Notifier Notifier
 	// Policies gives what apps say of their own policy (the platform driver,
@@ -84,6 +89,7 @@ type Engine struct {
 	events   eventLog
 	observer Observer
 	live     atomic.Int64 // live progress streams open (liveevents.go)
+	failures *ratelimit.Failures
 
 	mu   sync.RWMutex
 	apps map[string]*app
@@ -166,6 +172,10 @@ func NewEngine(opts EngineOptions) *Engine {
 		asks:     &wakeAsks{store: opts.Store, interval: opts.AskInterval, ttl: opts.AskTTL, log: opts.Logger},
 	}
 	e.holds = newHolds(e, opts.PollInterval, opts.MaxHeld, opts.Logger)
+	e.failures = opts.Failures
+	if e.failures == nil {
+		e.failures = ratelimit.NewDoors(opts.Logger)
+	}
 	e.observer = opts.Observer
 	if e.observer == nil {
 		e.observer = noObserver{}
