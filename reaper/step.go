@@ -45,9 +45,11 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 // lockApp takes the app's lock in the store for this term, kept while the step
 // runs: the returned context ends if it is lost (a newer leader took it over).
 // false: another decider has it (its result reaches us through the store), or
-// the store failed.
+// the store failed. It takes the lock as this job's holder: no other step of the
+// app runs (schedule), so a lock of this job and term found in the store is one
+// a store outage made it lose track of, and it is taken back at once.
 func (j *Job) lockApp(ctx context.Context, term uint64, id string) (context.Context, *heldLock, bool) {
-	lock, err := j.opts.Store.Lock(ctx, id, term, j.opts.LockTTL)
+	lock, err := j.opts.Store.LockAs(ctx, id, term, j.holder, j.opts.LockTTL)
 	if errors.Is(err, ErrLocked) {
 		return nil, nil, false
 	}
@@ -56,13 +58,14 @@ func (j *Job) lockApp(ctx context.Context, term uint64, id string) (context.Cont
 		return nil, nil, false
 	}
 	ctx, stopKeeping := j.keepLock(ctx, lock, id)
-	return ctx, &heldLock{j: j, lock: lock, stopKeeping: stopKeeping}, true
+	return ctx, &heldLock{j: j, lock: lock, app: id, stopKeeping: stopKeeping}, true
 }
 
 // heldLock is an app's lock while its step runs.
 type heldLock struct {
 	j           *Job
 	lock        Lock
+	app         string
 	stopKeeping func()
 }
 
@@ -78,7 +81,7 @@ func (l *heldLock) stillOurs(ctx context.Context) bool {
 // release stops keeping the lock and frees it.
 func (l *heldLock) release(ctx context.Context) {
 	l.stopKeeping()
-	l.j.release(context.WithoutCancel(ctx), l.lock)
+	l.j.release(context.WithoutCancel(ctx), l.lock, l.app)
 }
 
 // current reads the app's record (a new one in WaitingForInit if it has none) and
@@ -212,14 +215,21 @@ func (j *Job) keepLock(ctx context.Context, lock Lock, id string) (context.Conte
 
 // release frees the app's lock. If the store fails to (a network blip), it tries
 // again a few times, so that the app is not kept from its next decision until the
-// lock's TTL runs out; past that, the TTL frees it.
-func (j *Job) release(ctx context.Context, lock Lock) {
+// lock's TTL runs out; past that (a store outage), this job takes the lock back at
+// its next step of the app (Locker.LockAs), and the TTL frees it for the others.
+func (j *Job) release(ctx context.Context, lock Lock, app string) {
 	wait := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := lock.Release(rctx)
 		cancel()
-		if err == nil || attempt == 4 {
+		if err == nil {
+			return
+		}
+		if attempt == 4 {
+			// Not throttled with the other store errors: rare (a step cut by an
+			// outage), and it says why the app waits.
+			j.log.Warn("releasing an app's lock failed; this leader takes it back at its next look, others wait for its ttl", "app", app, "err", err)
 			return
 		}
 		t := time.NewTimer(wait)

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reaper.Store) {
 		{"Lock/ExpiredIsLost", testLockExpiredIsLost},
 		{"Lock/ConcurrentOneWinner", testLockConcurrent},
 		{"Lock/ANewerTermTakesOver", testLockTakeover},
+		{"Lock/AHolderTakesBackItsOwn", testLockHolderTakesBack},
 		{"Settings/RoundTrip", testSettings},
 		{"Queue/RoundTripsEveryField", testQueueRoundTrip},
 		{"Queue/OrderAndAck", testQueueOrderAndAck},
