@@ -122,6 +122,9 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.
 			}
 			return nil, false
 		}
+		// Right after a wake, the app may take its connection and drop it:
+		// it is sent again (resend.go).
+		p.resendReleased(ex)
 		if res == holdReleased {
 			// Its place in the release window is given back when the app's
 			// answer begins (TransformResponse), or when it ends without one.

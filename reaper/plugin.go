@@ -284,6 +284,11 @@ func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (plugin.DialAct
 		return dialAction(p.holdThenAdmit(ex))
 	}
 	a := p.app
+	if ex.Value(resendKey{}) != nil && a.status() == StatusUp {
+		// Released from a hold, and sent again for as long as its wake allowed
+		// (resend.go): looking at the app again would only delay the 502.
+		return plugin.DialPass, nil
+	}
 	k := p.classify(ex.Request)
 	if !p.engine.holds.take(a, p.MaxHeld) {
 		return plugin.DialAnswer, p.tooManyAnswer(ex, a.status())
