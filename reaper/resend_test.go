@@ -3,6 +3,7 @@ package reaper
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -248,4 +249,41 @@ func (rig *holdRig) sendWhileWaking(t *testing.T, method, body string, expect bo
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	return sent{res.StatusCode, string(b)}
+}
+
+// A client that leaves while its request waits to be sent again ends it: nothing
+// more is sent for it.
+func TestWake_AClientThatLeavesEndsTheResends(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &wakingApp{Listener: ln, mode: "reset", drop: 1 << 40}
+	go http.Serve(app, nil) //nolint:errcheck // ends with the listener
+	t.Cleanup(func() { ln.Close() })
+	rig := &holdRig{}
+	obs := &resends{}
+	rig.observer = obs
+	rig.start(t, true, "{app_id: app, ready_delay: 0}", "http://"+ln.Addr().String()) // fail_timeout: 15 min
+	go func() {
+		testwait.For(t, 5*time.Second, "the start asked", func() bool { return rig.fake.Count("start", "app") == 1 })
+		rig.fake.FinishStart("app")
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", rig.front.URL+"/x", nil)
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	testwait.For(t, 10*time.Second, "the request sent again", func() bool { return obs.n.Load() >= 2 })
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the client got an answer")
+	}
+	// Its fail timeout is 15 minutes away: it ends with its client.
+	testwait.For(t, 5*time.Second, "the request ended on the gateway", func() bool { return rig.app.inFlight.Load() == 0 })
 }
