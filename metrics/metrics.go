@@ -39,6 +39,7 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	heldWait *prometheus.HistogramVec
+	resent   *prometheus.CounterVec
 	wakeDur  *prometheus.HistogramVec
 	wakes    *prometheus.CounterVec
 	sleeps   *prometheus.CounterVec
@@ -71,6 +72,7 @@ func New(driver string) *Metrics {
 	m.requests = m.counterVec("reaper_requests_total", "Requests on routes, by the reaper's class of request and by how they were answered.", "route", "class", "answer")
 	m.duration = m.histogramVec("reaper_request_duration_seconds", "Time from a request's arrival to the end of its answer.", durationBuckets, "route", "class")
 	m.heldWait = m.histogramVec("reaper_held_wait_seconds", "Time a held request waited for its app before it was released or answered in its place.", durationBuckets, "app")
+	m.resent = m.counterVec("reaper_held_resends_total", "Requests released from a hold sent to their app again, after their connection broke before any byte of the answer (an app that takes connections a moment before it serves them).", "app")
 	m.wakeDur = m.histogramVec("reaper_wake_duration_seconds", "Length of each phase of a wake (start_accepted, platform_up, first_answer; total is from the ask to the first answer).", wakeBuckets, "app", "phase")
 	m.wakes = m.counterVec("reaper_wakes_total", "Starts the platform accepted, by cause (request, keep_up, hold, other). Counted by the leader.", "app", "cause")
 	m.sleeps = m.counterVec("reaper_sleeps_total", "Stops the platform accepted, by cause (idle, operator). Counted by the leader.", "app", "cause")
@@ -147,12 +149,16 @@ func (m *Metrics) ObserveRequest(r plugin.RequestDone) {
 
 var _ plugin.RequestObserver = (*Metrics)(nil)
 var _ reaper.Observer = (*Metrics)(nil)
+var _ reaper.ResendObserver = (*Metrics)(nil)
 var _ webhook.Observer = (*Metrics)(nil)
 
 // HeldWait implements reaper.Observer.
 func (m *Metrics) HeldWait(app string, d time.Duration) {
 	m.heldWait.WithLabelValues(app).Observe(d.Seconds())
 }
+
+// HeldResent implements reaper.ResendObserver.
+func (m *Metrics) HeldResent(app string) { m.resent.WithLabelValues(app).Inc() }
 
 // WakePhase implements reaper.Observer.
 func (m *Metrics) WakePhase(app, phase string, d time.Duration) {
