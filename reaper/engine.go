@@ -68,6 +68,10 @@ type EngineOptions struct {
 	// Policies gives what apps say of their own policy (the platform driver,
 	// when it is a paas.PolicyHinter); nil: the routes' policy alone.
 	Policies paas.PolicyHinter
+	// Readiness is the platform driver when it probes the readiness of the
+	// apps it starts (paas.ReadinessWaiter): told of each record of an app in
+	// Error, so that nothing probes it then (boots.go); nil: none.
+	Readiness paas.ReadinessWaiter
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their
@@ -342,6 +346,7 @@ func (e *Engine) Apply(rec Record) {
 			if cur != nil {
 				e.recordEvents(cur, &rec)
 			}
+			e.followReadiness(cur, &rec)
 			statusChanged := cur == nil || cur.Status != rec.Status
 			if statusChanged {
 				e.asks.restart(a)

@@ -299,8 +299,15 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 			return // the next leader sees WaitingForShutdown and the app still up
 		}
 	}
-	if j.trafficSince(ctx, t.app.ID, in.LastAccess) {
+	// An app stuck waking serves nothing (its requests are held); one in Error
+	// does: a request since the decision withdraws the stop (the ask stays, for
+	// the next look).
+	stuck := next.SleepAsk.stuckStop(next)
+	if !(stuck && next.SleepAsk.From == StatusWaitingForUp) && j.trafficSince(ctx, t.app.ID, in.LastAccess) {
 		back := stopWithdrawn(next, prev.ActionAt, j.opts.Now())
+		if stuck {
+			back = withheld(prev, next)
+		}
 		j.write(ctx, next, &back)
 		return
 	}
@@ -318,6 +325,9 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 		j.log.Warn("stopping an app failed; it stays up and is looked at again", "app", t.app.ID, "err", err)
 	}
 	after := afterStop(next, prev.ActionAt, err, j.opts.Now())
+	if stuck {
+		after = afterStuckStop(prev, next, err, j.opts.Now())
+	}
 	j.write(ctx, next, &after)
 	if err == nil {
 		j.log.Info("app put to sleep", "app", t.app.ID, "cause", next.Cause)
