@@ -17,6 +17,10 @@ import (
 // Error, when its routes do not say (max_failed_boots).
 const DefaultMaxFailedBoots = 5
 
+// MaxFailedBootsLimit bounds max_failed_boots: past it the back-off's 30 s
+// stretch a crash loop over more than an hour.
+const MaxFailedBootsLimit = 100
+
 // CrashWindow: an app that goes down by itself less than this after it came up
 // failed its boot, as one that exits before it is ready. One that stayed up
 // that long booted well: its count of failed boots starts again.

@@ -266,7 +266,7 @@ func decideShutdown(r Record, in Input, now time.Time, p Policy) (Record, Action
 	case paas.StateShouldBeDown:
 		return enter(r, StatusDown, "stopped", now), ActionNone
 	case paas.StateWantsToBeUp:
-		if stuck && !r.StopSentAt.Before(r.ActionAt) {
+		if stuck {
 			break // the stop of an app that was starting: the platform catches up
 		}
 		r = enter(r, StatusWaitingForUp, "restarting from outside", now)

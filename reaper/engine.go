@@ -263,14 +263,16 @@ func (e *Engine) managed() []ManagedApp {
 }
 
 // mergePolicy combines the policies of several routes on one app: the longest grace
-// period and fail timeout win, every keep-up window counts.
+// period, fail timeout and failed boots win, every keep-up window counts.
 func mergePolicy(a, b Policy) Policy {
 	return Policy{
 		GracePeriod: max(a.GracePeriod, b.GracePeriod),
 		FailTimeout: max(a.FailTimeout, b.FailTimeout),
-		MustBeUp:    append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
-		Prewake:     a.Prewake || b.Prewake,
-		Location:    cmp.Or(a.Location, b.Location),
+		// The most patient route wins, as with the fail timeout.
+		MaxFailedBoots: max(a.MaxFailedBoots, b.MaxFailedBoots),
+		MustBeUp:       append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
+		Prewake:        a.Prewake || b.Prewake,
+		Location:       cmp.Or(a.Location, b.Location),
 	}
 }
 
