@@ -83,17 +83,20 @@ type AppView struct {
 	Name    string `json:"name,omitempty"`
 	// PlatformState is the platform's state at the last observation;
 	// CleverState is the same under the reference's name, kept for its scripts.
-	PlatformState    string     `json:"platform_state,omitempty"`
-	CleverState      string     `json:"clever_state,omitempty"`
-	Cause            string     `json:"cause,omitempty"`
-	ErrorCause       string     `json:"error_cause,omitempty"`
-	LastStatusUpdate *time.Time `json:"last_status_update"`
-	LastUpAt         *time.Time `json:"last_up_at"`
-	LastDownAt       *time.Time `json:"last_down_at"`
-	ActionAt         *time.Time `json:"action_at"`
-	LastCheckAt      *time.Time `json:"last_check_at"`
-	Routes           []string   `json:"routes"`
-	GracePeriod      string     `json:"grace_period,omitempty"`
+	PlatformState string `json:"platform_state,omitempty"`
+	CleverState   string `json:"clever_state,omitempty"`
+	Cause         string `json:"cause,omitempty"`
+	ErrorCause    string `json:"error_cause,omitempty"`
+	// FailedBoots are its failed boots in a row (exits before it was ready,
+	// crashes soon after a wake), while it has some.
+	FailedBoots      *FailedBoots `json:"failed_boots,omitempty"`
+	LastStatusUpdate *time.Time   `json:"last_status_update"`
+	LastUpAt         *time.Time   `json:"last_up_at"`
+	LastDownAt       *time.Time   `json:"last_down_at"`
+	ActionAt         *time.Time   `json:"action_at"`
+	LastCheckAt      *time.Time   `json:"last_check_at"`
+	Routes           []string     `json:"routes"`
+	GracePeriod      string       `json:"grace_period,omitempty"`
 	// GracePeriodFrom says where the grace period comes from when the app set
 	// it itself (a container's label reaper.grace_period); absent: its routes.
 	GracePeriodFrom string `json:"grace_period_from,omitempty"`
@@ -181,7 +184,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		}
 		v := AppView{
 			AppID: appID, Status: rec.Status, OwnerID: rec.Owner, Name: rec.Name,
-			PlatformState: string(rec.PlatformState), CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause,
+			PlatformState: string(rec.PlatformState), CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause, FailedBoots: rec.Boots,
 			LastStatusUpdate: ptime(rec.LastStatusUpdate), LastUpAt: ptime(rec.LastUpAt),
 			LastDownAt: ptime(rec.LastDownAt), ActionAt: ptime(rec.ActionAt), LastCheckAt: ptime(rec.LastCheckAt),
 			Routes: m.Routes, LastAccess: ptime(la), InFlight: inFlight[appID], Held: held, Managed: isManaged,

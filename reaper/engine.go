@@ -73,6 +73,10 @@ type EngineOptions struct {
 	// Policies gives what apps say of their own policy (the platform driver,
 	// when it is a paas.PolicyHinter); nil: the routes' policy alone.
 	Policies paas.PolicyHinter
+	// Readiness is the platform driver when it probes the readiness of the
+	// apps it starts (paas.ReadinessWaiter): told of each record of an app in
+	// Error, so that nothing probes it then (boots.go); nil: none.
+	Readiness paas.ReadinessWaiter
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their
@@ -274,14 +278,16 @@ func (e *Engine) managed() []ManagedApp {
 }
 
 // mergePolicy combines the policies of several routes on one app: the longest grace
-// period and fail timeout win, every keep-up window counts.
+// period, fail timeout and failed boots win, every keep-up window counts.
 func mergePolicy(a, b Policy) Policy {
 	return Policy{
 		GracePeriod: max(a.GracePeriod, b.GracePeriod),
 		FailTimeout: max(a.FailTimeout, b.FailTimeout),
-		MustBeUp:    append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
-		Prewake:     a.Prewake || b.Prewake,
-		Location:    cmp.Or(a.Location, b.Location),
+		// The most patient route wins, as with the fail timeout.
+		MaxFailedBoots: max(a.MaxFailedBoots, b.MaxFailedBoots),
+		MustBeUp:       append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
+		Prewake:        a.Prewake || b.Prewake,
+		Location:       cmp.Or(a.Location, b.Location),
 	}
 }
 
@@ -357,6 +363,7 @@ func (e *Engine) Apply(rec Record) {
 			if cur != nil {
 				e.recordEvents(cur, &rec)
 			}
+			e.followReadiness(cur, &rec)
 			statusChanged := cur == nil || cur.Status != rec.Status
 			if statusChanged {
 				e.asks.restart(a)

@@ -103,6 +103,8 @@ type Record struct {
 	SleepAsk *SleepAsk `json:"sleep_ask,omitempty"`
 	// Wake times the current or last wake, phase by phase.
 	Wake *WakeTimes `json:"wake,omitempty"`
+	// Boots are the app's failed boots in a row, nil when none (boots.go).
+	Boots *FailedBoots `json:"failed_boots,omitempty"`
 	// SavingSince is when reaper's stop put the app Down, while it stays Down;
 	// Saved sums the closed stretches (see savings.go).
 	SavingSince time.Time  `json:"saving_since,omitzero"`

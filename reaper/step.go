@@ -38,7 +38,7 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	next.Term = term
 	j.act(ctx, lock, t, rec, next, act, in, pd, now)
 	if act == ActionNone {
-		j.lookWhenUncertainStartDue(termCtx, next, now)
+		j.lookWhenDue(termCtx, next, now)
 	}
 }
 
@@ -254,15 +254,21 @@ func (j *Job) input(id string, obs paas.Observation, pd *passData) Input {
 	return Input{Observation: obs, LastAccess: la, Busy: busy > 0 || pd.inFlight[id] > 0, WakeAsked: asked, WakeAskedAt: askedAt}
 }
 
-// lookWhenUncertainStartDue looks at the app again when a start not known to be
-// accepted (its leader may have died before the call went out) is due to be sent
-// again, rather than at the next tick: Decide waits UncertainStartGrace for it.
+// lookWhenDue looks at the app again when a start is due that the next tick
+// would send late: a start not known to be accepted (its leader may have died
+// before the call went out), which Decide sends again after
+// UncertainStartGrace, or a start held back by the back-off of a failed boot.
 // ctx is the term's: a look asked after the term ended is dropped.
-func (j *Job) lookWhenUncertainStartDue(ctx context.Context, rec Record, now time.Time) {
-	if rec.Status != StatusWaitingForUp || !rec.RetryStart {
+func (j *Job) lookWhenDue(ctx context.Context, rec Record, now time.Time) {
+	var due time.Duration
+	switch {
+	case rec.Boots.backingOff(now) && (rec.Status == StatusWaitingForUp || rec.Status == StatusDown):
+		due = rec.Boots.RetryAt.Sub(now)
+	case rec.Status == StatusWaitingForUp && rec.RetryStart:
+		due = rec.StartSentAt.Add(UncertainStartGrace).Sub(now)
+	default:
 		return
 	}
-	due := rec.StartSentAt.Add(UncertainStartGrace).Sub(now)
 	if due <= 0 || due >= j.opts.FastInterval {
 		return // due now (the next tick is soon enough), or later than the next tick
 	}
@@ -309,8 +315,15 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 			return // the next leader sees WaitingForShutdown and the app still up
 		}
 	}
-	if j.trafficSince(ctx, t.app.ID, in.LastAccess) {
+	// An app stuck waking serves nothing (its requests are held); one in Error
+	// does: a request since the decision withdraws the stop (the ask stays, for
+	// the next look).
+	stuck := next.SleepAsk.stuckStop(next)
+	if !(stuck && next.SleepAsk.From == StatusWaitingForUp) && j.trafficSince(ctx, t.app.ID, in.LastAccess) {
 		back := stopWithdrawn(next, prev.ActionAt, j.opts.Now())
+		if stuck {
+			back = withheld(prev, next)
+		}
 		j.write(ctx, next, &back)
 		return
 	}
@@ -328,6 +341,9 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 		j.log.Warn("stopping an app failed; it stays up and is looked at again", "app", t.app.ID, "err", err)
 	}
 	after := afterStop(next, prev.ActionAt, err, j.opts.Now())
+	if stuck {
+		after = afterStuckStop(prev, next, err, j.opts.Now())
+	}
 	j.write(ctx, next, &after)
 	if err == nil {
 		j.log.Info("app put to sleep", "app", t.app.ID, "cause", next.Cause)

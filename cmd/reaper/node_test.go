@@ -76,6 +76,13 @@ type testNode struct {
 // end of the test.
 func startTestNode(t *testing.T) *testNode {
 	t.Helper()
+	return startTestNodeWith(t, "", "")
+}
+
+// startTestNodeWith starts a test node whose paas.apps and routes end with
+// more (YAML list items, indented as the demo apps').
+func startTestNodeWith(t *testing.T, moreApps, moreRoutes string) *testNode {
+	t.Helper()
 	demo, dir := demoApp(t), t.TempDir()
 	admin, hello, api := freeport.Addr(t), freeport.Addr(t), freeport.Addr(t)
 	var apps, routes strings.Builder
@@ -85,6 +92,8 @@ func startTestNode(t *testing.T) *testNode {
 		fmt.Fprintf(&routes, "  - {id: %s, frontend: {domains: [%s.test]}, backend: {targets: [\"http://%s\"]},\n"+
 			"     plugins: [{plugin: reaper, config: {app_id: %s, grace_period: 10m, fail_timeout: 20s}}]}\n", a.id, a.id, a.addr, a.id)
 	}
+	apps.WriteString(moreApps)
+	routes.WriteString(moreRoutes)
 	yaml := fmt.Sprintf(`node:
   id: cli
   listen: %s

@@ -229,6 +229,9 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 	if h, ok := p.driver.(paas.PolicyHinter); ok {
 		opts.Policies = h // a container's reaper.grace_period
 	}
+	if w, ok := p.driver.(paas.ReadinessWaiter); ok {
+		opts.Readiness = w // no probe of an app in Error
+	}
 	if !cfg.PaaS.Driver.Has(config.DriverCleverCloud) {
 		opts.ReadyDelay = 0 // readiness is probed: up means answering
 	} else if p.multi != nil {

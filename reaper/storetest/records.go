@@ -34,9 +34,11 @@ func fullRecord(app string, term uint64, status reaper.Status) reaper.Record {
 		LastCheckAt:      at.Add(time.Second),
 		Term:             term,
 		Hold:             &reaper.KeepWarm{Until: at.Add(6 * time.Hour), Reason: "backup", By: "ops", Since: at},
-		SleepAsk:         &reaper.SleepAsk{At: at.Add(2 * time.Second), By: "ops", Force: true},
-		Wake:             &reaper.WakeTimes{AskedAt: at.Add(-3 * time.Minute), AcceptedAt: at.Add(-170 * time.Second), UpAt: at.Add(-2 * time.Minute)},
-		Saved:            &reaper.SavedTime{AllTimeSeconds: 3600.5, Day: "2025-03-14", DaySeconds: 60, Month: "2025-03", MonthSeconds: 120},
+		SleepAsk:         &reaper.SleepAsk{At: at.Add(2 * time.Second), By: "ops", Force: true, From: reaper.StatusError},
+		Boots: &reaper.FailedBoots{Count: 2, Last: "exited with status 1 before it was ready", At: at.Add(-time.Minute),
+			Start: at.Add(-70 * time.Second), RetryAt: at.Add(-58 * time.Second)},
+		Wake:  &reaper.WakeTimes{AskedAt: at.Add(-3 * time.Minute), AcceptedAt: at.Add(-170 * time.Second), UpAt: at.Add(-2 * time.Minute)},
+		Saved: &reaper.SavedTime{AllTimeSeconds: 3600.5, Day: "2025-03-14", DaySeconds: 60, Month: "2025-03", MonthSeconds: 120},
 	}
 	fillZeroFields(&r, at)
 	return r
