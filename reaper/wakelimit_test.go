@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -135,6 +136,29 @@ func TestWakeLimit_BrowserGetsTheWaitingPageSayingSo(t *testing.T) {
 		settle()
 		if n := e.fake.Count("start", ids[1]); n != 0 {
 			t.Errorf("%s was started for the refused browser", ids[1])
+		}
+	})
+}
+
+// The waiting page's live stream asks for a wake too: past the limit it is
+// refused like any request that would start one, and wakes nothing.
+func TestWakeLimit_LiveStreamCannotWakePastTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, ps, ids := limitedEnv(t, 2, 1, 0)
+		e.start()
+		defer e.stop()
+		settle()
+		const client = "198.51.100.8"
+		if r := doFrom(ps[0], client, apiRequest("GET", "/")); r.status() != http.StatusServiceUnavailable {
+			t.Fatalf("the first wake: %d", r.status())
+		}
+		r := doFrom(ps[1], client, httptest.NewRequest(http.MethodGet, WellKnownEventsPath, nil))
+		if r.status() != http.StatusTooManyRequests || r.answer.Header.Get("Retry-After") != "60" || r.ex.Outcome != OutcomeTooManyWakes {
+			t.Fatalf("the stream of another app past the limit: %d %v", r.status(), r.answer.Header)
+		}
+		settle()
+		if n := e.fake.Count("start", ids[1]); n != 0 || e.engine.live.Load() != 0 {
+			t.Errorf("%s started %d times by a refused stream (%d streams counted open)", ids[1], n, e.engine.live.Load())
 		}
 	})
 }
