@@ -48,8 +48,8 @@ type apiCluster struct {
 	// front serves each node's API server: the node's API, unless a test put
 	// another handler in front of it.
 	front map[string]*swapHandler
-	asks map[string]*askRecorder     // what reached each node's AskHandler
-	logs *logtest.Buffer             // the API's own lines, from every node
+	asks  map[string]*askRecorder // what reached each node's AskHandler
+	logs  *logtest.Buffer         // the API's own lines, from every node
 }
 
 func newAPICluster(t *testing.T, n int) *apiCluster {
@@ -95,7 +95,9 @@ type swapHandler struct{ h atomic.Pointer[http.Handler] }
 
 func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
 
-func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*s.h.Load()).ServeHTTP(w, r) }
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.h.Load()).ServeHTTP(w, r)
+}
 
 func (ac *apiCluster) serveAPI(tn *testNode, asks AskHandler) *API {
 	id := tn.cfg.NodeID

@@ -64,6 +64,10 @@ type EngineOptions struct {
 	// route's waiting page can be previewed (WellKnownPreviewPath). Unset: only
 	// routes that allow the preview show it.
 	AdminToken conf.Secret
+	// MaxWakesPerClient bounds the wakes one client address (an IPv6 /64) may
+	// start per minute, MaxWakesPerMinute those of the whole node; 0: no
+	// such bound (wakelimit.go).
+	MaxWakesPerClient, MaxWakesPerMinute int
 	// Failures is the budget of failed attempts at the admin token per client
 	// that the preview takes from, shared with the admin listener's doors
 	// (dashboard.Options.Failures); nil: the engine's own.
@@ -94,6 +98,7 @@ type Engine struct {
 	observer Observer
 	live     atomic.Int64 // live progress streams open (liveevents.go)
 	failures *ratelimit.Failures
+	wakes    *wakeLimits // nil: wakes are not limited
 
 	mu   sync.RWMutex
 	apps map[string]*app
@@ -176,6 +181,7 @@ func NewEngine(opts EngineOptions) *Engine {
 		asks:     &wakeAsks{store: opts.Store, interval: opts.AskInterval, ttl: opts.AskTTL, log: opts.Logger},
 	}
 	e.holds = newHolds(e, opts.PollInterval, opts.MaxHeld, opts.Logger)
+	e.wakes = newWakeLimits(opts.MaxWakesPerClient, opts.MaxWakesPerMinute)
 	e.failures = opts.Failures
 	if e.failures == nil {
 		e.failures = ratelimit.NewDoors(opts.Logger)

@@ -160,11 +160,13 @@ func (p *Plugin) respond(ex *plugin.Exchange, k requestKind, st Status) (*plugin
 		return nil, nil
 	}
 	now := time.Now()
+	if v.wake {
+		if wait, limited := p.engine.askWake(p.app, st, ex.ClientIP, now); limited {
+			return p.tooManyWakesAnswer(ex, k, st, wait) // no wake, and no traffic
+		}
+	}
 	if v.touch {
 		p.app.touch(now)
-	}
-	if v.wake {
-		p.engine.asks.ask(p.app, now)
 	}
 	return p.answer(ex, v.reply, st)
 }

@@ -222,6 +222,9 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		Observer:   p.metrics,
 		AdminToken: cfg.Node.AdminToken,
 		Failures:   p.doors,
+		// Wakes are not free: per client address and per node (wakelimit.go).
+		MaxWakesPerClient: cfg.Node.MaxWakesPerClient,
+		MaxWakesPerMinute: cfg.Node.MaxWakesPerMinute,
 	}
 	if p.webhooks != nil {
 		opts.Notifier = p.webhooks
