@@ -79,9 +79,9 @@ func NewMemStore(opts MemStoreOptions) (*MemStore, error) {
 		asks:     map[string]memAsk{},
 
 		savedAccess: map[string]time.Time{},
-		inflight: map[string]memInFlight{},
-		locks:    map[string]memLockEntry{},
-		queues:   map[string]*memQueue{},
+		inflight:    map[string]memInFlight{},
+		locks:       map[string]memLockEntry{},
+		queues:      map[string]*memQueue{},
 	}
 	if s.interval <= 0 {
 		s.interval = DefaultSaveInterval
