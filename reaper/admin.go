@@ -279,10 +279,25 @@ func (a *AdminAPI) history(w http.ResponseWriter, r *http.Request) {
 		}
 		size = n
 	}
-	items, total, err := a.Store.History(r.Context(), r.PathValue("id"), (page-1)*size, size)
+	id := r.PathValue("id")
+	items, total, err := a.Store.History(r.Context(), id, (page-1)*size, size)
 	if err != nil {
 		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 		return
+	}
+	if total == 0 {
+		// No history: an app no route manages and the store does not know is
+		// not found, as GET /api/apps/{id} says (a typo must not look like an
+		// app with nothing to show).
+		vs, err := a.views(r.Context(), id)
+		if err != nil {
+			httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+			return
+		}
+		if len(vs) == 0 {
+			httpjson.Error(w, http.StatusNotFound, "no app "+strconv.Quote(id))
+			return
+		}
 	}
 	if items == nil {
 		items = []Transition{}

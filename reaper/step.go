@@ -447,13 +447,9 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 	j.opts.Engine.Apply(*next)
 	j.opts.Engine.written(ctx, prev, *next)
 	if prev.Status == StatusWaitingForUp && next.Status == StatusUp && next.Wake != nil {
-		// The phases as far as the platform goes; the first node to answer a
-		// held request adds the last one (Engine.wakeAnswered).
-		ev := Transition{AppID: next.AppID, From: next.Status, To: next.Status, At: next.LastStatusUpdate, Kind: EventWake,
-			Node: j.opts.Engine.opts.Node, Phases: next.Wake, Cause: "the platform reports it up"}
-		if err := j.opts.Store.AddEvent(ctx, ev); err != nil {
-			j.apiErr.log(j.log, "adding a wake's phases to the history failed", err)
-		}
+		// The phases as far as the platform goes are in the history entry of
+		// the change to Up (UpPhases); the first node to answer a held request
+		// adds the last one (Engine.wakeAnswered).
 		for _, ph := range next.Wake.Durations() {
 			j.observer().WakePhase(next.AppID, ph.Phase, time.Duration(ph.Seconds*float64(time.Second)))
 		}

@@ -431,3 +431,36 @@ func testHistoryPerApp(t *testing.T, s reaper.Store) {
 		t.Errorf("History(unknown) = %v, total %d, err %v; want empty, no error", page, total, err)
 	}
 }
+
+// The change from WaitingForUp to Up carries the wake's phases in the history
+// (reaper.UpPhases): the one entry of the wake as far as the platform goes.
+// No other change carries them, even with a wake in the record.
+func testHistoryUpCarriesTheWake(t *testing.T, s reaper.Store) {
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	wake := &reaper.WakeTimes{AskedAt: at, AcceptedAt: at.Add(100 * time.Millisecond), UpAt: at.Add(2 * time.Second)}
+	for i, st := range []reaper.Status{reaper.StatusDown, reaper.StatusWaitingForUp, reaper.StatusUp, reaper.StatusWaitingForShutdown} {
+		rec := reaper.Record{AppID: "a", Status: st, Cause: string(st), LastStatusUpdate: at.Add(time.Duration(i) * time.Second), Term: 1}
+		if st != reaper.StatusDown {
+			rec.Wake = wake
+		}
+		mustPut(t, s, rec)
+	}
+	page, _, err := s.History(t.Context(), "a", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 4 {
+		t.Fatalf("history %+v, want 4 changes of status", page)
+	}
+	for _, e := range page {
+		switch {
+		case e.From == reaper.StatusWaitingForUp && e.To == reaper.StatusUp:
+			if e.Phases == nil || !e.Phases.AskedAt.Equal(wake.AskedAt) || !e.Phases.AcceptedAt.Equal(wake.AcceptedAt) ||
+				!e.Phases.UpAt.Equal(wake.UpAt) || !e.Phases.FirstAnswerAt.IsZero() {
+				t.Errorf("WaitingForUp → Up carries %+v, want the wake %+v", e.Phases, wake)
+			}
+		case e.Phases != nil:
+			t.Errorf("%s → %s carries phases %+v, want none", e.From, e.To, e.Phases)
+		}
+	}
+}

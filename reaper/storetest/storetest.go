@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reaper.Store) {
 		{"History/PerApp", testHistoryPerApp},
 		{"History/WrittenWithTheRecord", testHistoryWrittenWithTheRecord},
 		{"History/Events", testHistoryEvents},
+		{"History/UpCarriesTheWake", testHistoryUpCarriesTheWake},
 		{"TouchAccess/MergesByMax", testTouchAccessMax},
 		{"TouchAccess/ConcurrentEndsAtMax", testTouchAccessConcurrent},
 		{"InFlight/SumsNodes", testInFlightSums},
