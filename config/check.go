@@ -347,3 +347,26 @@ func (c *Config) DockerReadiness(env func(string) (string, bool)) []string {
 	}
 	return dc.Readiness(env)
 }
+
+// ReadinessNotes are what reaper check should still say about the apps' ready
+// probes, prefixed with their field paths: a redis probe without a password
+// cannot tell a loading server from a ready one when the server wants one.
+func (c *Config) ReadinessNotes() []string {
+	var out []string
+	for i := range c.PaaS.Apps {
+		for _, n := range c.PaaS.Apps[i].Ready.Notes() {
+			out = append(out, conf.Key(conf.Index("paas.apps", i), "ready")+": "+n)
+		}
+	}
+	if dc := c.PaaS.Docker; dc != nil {
+		for i, a := range dc.Apps {
+			if a.Ready == nil {
+				continue
+			}
+			for _, n := range a.Ready.Notes() {
+				out = append(out, conf.Key(conf.Index("paas.docker.apps", i), "ready")+": "+n)
+			}
+		}
+	}
+	return out
+}

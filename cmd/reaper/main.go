@@ -214,6 +214,9 @@ func checkCmd(args []string, env func(string) (string, bool), stdout, stderr io.
 		routes = "route"
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d %s, driver %s, store %s)\n", *path, len(cfg.Routes), routes, cfg.PaaS.Driver, cfg.Store.Driver)
+	for _, n := range cfg.ReadinessNotes() {
+		fmt.Fprintln(stdout, "note: "+n)
+	}
 	if lines := cfg.DockerReadiness(env); len(lines) > 0 {
 		fmt.Fprintln(stdout, "container readiness, probed at each start:")
 		for _, l := range lines {
