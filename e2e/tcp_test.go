@@ -109,7 +109,7 @@ func TestTCP_ASleepingPostgresWakesOnAConnectionAndKeepsItsData(t *testing.T) {
 	port := pgtest.FreePort(t)
 	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	dir := t.TempDir()
-	p := startReaper(t, dir, tcpConfig(cl.Command(port), fmt.Sprintf("{postgres: %q}", target), target, ", grace_period: 2s"))
+	p := startReaper(t, dir, tcpConfig(cl.Command(port), fmt.Sprintf("{postgres: %q}", target), target, ", grace_period: 2s, connection_idle_timeout: 1s"))
 	route := p.tcpAddr("db-tcp")
 	waitStatus(p, "Down", 1, 20*time.Second)
 
@@ -149,6 +149,57 @@ func TestTCP_ASleepingPostgresWakesOnAConnectionAndKeepsItsData(t *testing.T) {
 			t.Errorf("access log line: %v", l)
 		}
 	}
+
+	// A pool's quiet connection: reaped after connection_idle_timeout, so that
+	// Postgres sleeps although the client never closed it.
+	pooled, err := pgconn.Connect(ctx, pgtest.URL(route))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pooled.Close(ctx)
+	if _, err := pooled.Exec(ctx, "SELECT 1").ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, "the quiet connection reaped", func() bool { return endedCount(p, "idle") == 1 })
+	waitStatus(p, "Down", 3, 30*time.Second)
+	if _, err := pooled.Exec(ctx, "SELECT 1").ReadAll(); err == nil {
+		t.Error("a query on the reaped connection worked")
+	}
+
+	// Garbage, and nothing: Postgres refuses the one, the other closes at once;
+	// neither harms the next client.
+	for _, send := range []string{"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + strings.Repeat("\x00\xff", 100), ""} {
+		c, err := net.DialTimeout("tcp", route, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if send != "" {
+			_, _ = c.Write([]byte(send))
+		}
+		_ = c.(*net.TCPConn).CloseWrite()
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		buf := make([]byte, 4096)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				break // Postgres (or reaper) closed it
+			}
+		}
+		_ = c.Close()
+	}
+	if res, err := pgExec(ctx, route, "SELECT v FROM kept"); err != nil || len(res) != 1 || len(res[0].Rows) != 1 {
+		t.Fatalf("after the bad clients: %v, %v", res, err)
+	}
+}
+
+// endedCount counts the connections the access log says ended so.
+func endedCount(p *reaperProc, how string) int {
+	n := 0
+	for _, l := range tcpLines(p) {
+		if l["ended"] == how {
+			n++
+		}
+	}
+	return n
 }
 
 func TestTCP_ARedisSubscriberKeepsRedisAwakeUntilItLeaves(t *testing.T) {
