@@ -275,3 +275,40 @@ func pgtestRedis(addr string, args ...string) (string, error) {
 	n, err := c.Read(buf)
 	return string(buf[:n]), err
 }
+
+func TestTCP_APostgresStillStartingIsNotHandedTheConnection(t *testing.T) {
+	// A standby without hot standby answers every connection with 57P03 until
+	// it is promoted: a Postgres that takes as long to start as the test wants.
+	cl := pgtest.Init(t)
+	cl.Standby()
+	port := pgtest.FreePort(t)
+	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	p := startReaper(t, t.TempDir(), tcpConfig(cl.Command(port), fmt.Sprintf("{postgres: %q}", target), target, ""))
+	route := p.tcpAddr("db-tcp")
+	waitStatus(p, "Down", 1, 20*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() {
+		_, err := pgExec(ctx, route, "SELECT 1")
+		answered <- err
+	}()
+	waitStatus(p, "WaitingForUp", 1, 10*time.Second)
+	testwait.For(t, 30*time.Second, "postgres answering 57P03", func() bool {
+		_, err := pgExec(ctx, target, "SELECT 1")
+		return err != nil && strings.Contains(err.Error(), "57P03")
+	})
+	// Twenty probe intervals of Postgres answering 57P03: a tcp probe calls it
+	// ready at the first (checked: the client then gets the 57P03 error here).
+	time.Sleep(500 * time.Millisecond) // the duration under test, not a wait for a condition
+	select {
+	case err := <-answered:
+		t.Fatalf("the held client was answered while Postgres was starting: %v", err)
+	default:
+	}
+	cl.Promote()
+	if err := <-answered; err != nil {
+		t.Fatalf("the held client, once Postgres was ready: %v", err)
+	}
+}

@@ -220,3 +220,13 @@ func AwaitQuery(ctx context.Context, addr string) error {
 	}
 	return fmt.Errorf("pgtest: no query ran at %s within %s: %w", addr, ReadyTimeout, last)
 }
+
+// Promote ends the standby mode of a cluster made with Standby and running:
+// it takes connections from then on (pg_ctl promote).
+func (c *Cluster) Promote() {
+	c.t.Helper()
+	out, err := c.cmd("pg_ctl", "promote", "-D", c.Data, "-w", "-t", "60").CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("pgtest: pg_ctl promote: %v\n%s", err, out)
+	}
+}
