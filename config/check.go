@@ -16,6 +16,7 @@ import (
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/reaper"
+	"github.com/reapergw/reaper/tcproute"
 )
 
 // check runs the checks that span sections: the driver's own section, the routes
@@ -40,6 +41,7 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 	}
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
 	managed := c.checkReaperApps(d, errs)
+	c.checkTCPRoutes(managed, errs)
 	c.checkWebhookApps(managed, errs)
 }
 
@@ -346,4 +348,61 @@ func (c *Config) DockerReadiness(env func(string) (string, bool)) []string {
 		dc = &docker.Config{}
 	}
 	return dc.Readiness(env)
+}
+
+// ReadinessNotes are what reaper check should still say about the apps' ready
+// probes, prefixed with their field paths: a redis probe without a password
+// cannot tell a loading server from a ready one when the server wants one.
+func (c *Config) ReadinessNotes() []string {
+	var out []string
+	for i := range c.PaaS.Apps {
+		for _, n := range c.PaaS.Apps[i].Ready.Notes() {
+			out = append(out, conf.Key(conf.Index("paas.apps", i), "ready")+": "+n)
+		}
+	}
+	if dc := c.PaaS.Docker; dc != nil {
+		for i, a := range dc.Apps {
+			if a.Ready == nil {
+				continue
+			}
+			for _, n := range a.Ready.Notes() {
+				out = append(out, conf.Key(conf.Index("paas.docker.apps", i), "ready")+": "+n)
+			}
+		}
+	}
+	return out
+}
+
+// checkTCPRoutes checks the TCP routes together and against the rest of the
+// node: each port once, none where another listener of the node is, every app
+// one that a driver may own. It adds their apps to managed.
+func (c *Config) checkTCPRoutes(managed map[string]bool, errs *conf.Errors) {
+	if len(c.TCPRoutes) == 0 {
+		return
+	}
+	others := map[string]string{"node.listen": c.Node.Listen, "node.admin_listen": c.Node.AdminListen}
+	if t := c.Node.TLS; t != nil && t.ACME != nil {
+		others["node.tls.acme.http_listen"] = t.ACME.HTTPListen
+	}
+	if c.Cluster != nil {
+		others["cluster.raft_listen"] = c.Cluster.RaftListen
+	}
+	own := c.staticOwners()
+	known := func(id string) (bool, string) {
+		if c.PaaS.Driver.Has(DriverCleverCloud) && !c.PaaS.Driver.Multi() {
+			return true, ""
+		}
+		return own.claims(id), own.unclaimed(id)
+	}
+	tcproute.CheckAll(c.TCPRoutes, "tcp_routes", others, known, errs)
+	httpRoutes := map[string]int{}
+	for i, r := range c.Routes {
+		httpRoutes[r.ID] = i
+	}
+	for i, r := range c.TCPRoutes {
+		managed[r.AppID] = true
+		if j, ok := httpRoutes[r.ID]; ok && r.ID != "" {
+			errs.Add(conf.Key(conf.Index("tcp_routes", i), "id"), "%s is already the id of %s: an app lists its routes by id", strconv.Quote(r.ID), conf.Index("routes", j))
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/reapergw/reaper/paas/docker"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/tcproute"
 	"github.com/reapergw/reaper/webhook"
 )
 
@@ -28,6 +29,8 @@ type Config struct {
 	Cluster *Cluster             `yaml:"cluster"`
 	Routes  []plugin.RouteConfig `yaml:"routes"`
 	Events  Events               `yaml:"events"`
+	// TCPRoutes are ports that wake their app on a connection (package tcproute).
+	TCPRoutes []tcproute.Config `yaml:"tcp_routes"`
 }
 
 // Node is this copy of reaper: where it listens and keeps its data.

@@ -314,7 +314,7 @@ routes:
 	want := path + `: 7 problems:
   node.listen: "nope" is not an address (write host:port, such as 127.0.0.1:8080 or :8080)
   paas.apps[0].command: is required (the program and its arguments, as a list)
-  paas.apps[0].ready: give exactly one of tcp or http
+  paas.apps[0].ready: give exactly one of tcp, http, postgres or redis
   routes[0].backend.targets[0]: "htp://x" is not an http(s) URL
   routes[0].plugins[0].config.api_behavior: "sometimes" is not a behaviour (use hold or unavailable)
   routes[0].plugins[0].config.monitoring_filters[0].regex: "(" is not a valid regular expression: missing closing ) ` + "`(`" + `

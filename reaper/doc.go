@@ -45,6 +45,9 @@
 //     wakeask.go (coalesced wake asks) and hold.go together; awake.go: why an
 //     app is awake (who moved its idle clock); eta.go: the learned ETA of a
 //     wake.
+//   - port.go: the same holds, traffic and wake asks for transports other
+//     than HTTP (package tcproute): a Route claimed on an app, with no
+//     *plugin.Exchange.
 //
 // The stores:
 //

@@ -217,6 +217,9 @@ func checkCmd(args []string, env func(string) (string, bool), stdout, stderr io.
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintln(stdout, "warning: "+w)
 	}
+	for _, n := range cfg.ReadinessNotes() {
+		fmt.Fprintln(stdout, "note: "+n)
+	}
 	if lines := cfg.DockerReadiness(env); len(lines) > 0 {
 		fmt.Fprintln(stdout, "container readiness, probed at each start:")
 		for _, l := range lines {

@@ -21,6 +21,7 @@ func restartNeeded(old, cur *config.Config) []string {
 		{"store", old.Store, cur.Store},
 		{"cluster", old.Cluster, cur.Cluster},
 		{"events", old.Events, cur.Events},
+		{"tcp_routes", old.TCPRoutes, cur.TCPRoutes},
 	} {
 		if !reflect.DeepEqual(c.a, c.b) {
 			out = append(out, c.name)

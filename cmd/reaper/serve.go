@@ -25,6 +25,7 @@ import (
 	"github.com/reapergw/reaper/plugin"
 	_ "github.com/reapergw/reaper/plugin/builtin" // the headers and ip_filter plugins
 	"github.com/reapergw/reaper/reaper"
+	"github.com/reapergw/reaper/tcproute"
 )
 
 func serveCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
@@ -159,6 +160,10 @@ type node struct {
 	// unlockData lets go of node.data_dir (lockDataDir), last at shutdown.
 	unlockData func()
 
+	// tcp serves tcp_routes (nil without any); tcpStop ends it.
+	tcp     *tcproute.Server
+	tcpStop func()
+
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
 	failed   chan error
@@ -208,6 +213,10 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 	if err != nil {
 		return nil, err
 	}
+	if err := n.listenTCP(ctx); err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error { n.stopTCP(); return nil })
 	closers = append(closers, gwLn.Close)
 	if adminLn != nil {
 		closers = append(closers, adminLn.Close)
@@ -229,6 +238,7 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 	n.bgCancel = cancel
 	n.parts.run(bgCtx, &n.bg)
 	n.serveGateway(gwLn, tlsConfig)
+	n.serveTCP()
 	if acmeLn != nil {
 		n.serveACME(acmeLn)
 	}
@@ -432,6 +442,9 @@ func (n *node) shutdown() {
 		n.log.Warn("in-flight requests were cut: the shutdown timeout passed", "timeout", n.cfg.Node.ShutdownTimeout.D())
 		n.gwServer.Close()
 	}
+	// Held connections were told (the engine's shutdown); spliced ones are cut:
+	// a TCP stream has no end to wait for, and its client reconnects.
+	n.stopTCP()
 	n.stopACME()
 	if n.admin != nil {
 		actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)

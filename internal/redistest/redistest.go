@@ -62,6 +62,9 @@ type Options struct {
 	// refuses every client that does not come from loopback, as a server bound
 	// to a public address does.
 	AlsoBind []string
+	// Config lines are appended to the server's configuration file (key-load-delay
+	// 500 makes a restart load slowly, answering -LOADING meanwhile).
+	Config []string
 }
 
 // Server is a redis-server started by Start. Its methods are safe for concurrent use
@@ -193,6 +196,24 @@ func (s *Server) Restart() {
 	}
 }
 
+// Relaunch stops the server if it runs, then starts it again on the same port and
+// directory, and returns as soon as the process runs: before it answers, so that
+// a test sees it open its port and load its data.
+func (s *Server) Relaunch() {
+	s.t.Helper()
+	s.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.WriteFile(s.conf, s.config(s.port), 0o600); err != nil {
+		s.t.Fatalf("redistest: relaunch: %v", err)
+	}
+	p, err := startProcess(s.path, s.conf, s.dir)
+	if err != nil {
+		s.t.Fatalf("redistest: relaunch: %v", err)
+	}
+	s.proc = p
+}
+
 // Pause freezes the server (SIGSTOP): it keeps its connections open but answers
 // nothing, as a hung or partitioned server would. Resume undoes it; Stop, Kill and
 // the cleanup work on a paused server.
@@ -283,6 +304,9 @@ func (s *Server) config(port int) []byte {
 	}
 	if s.opts.Password != "" {
 		fmt.Fprintf(&b, "requirepass %s\n", quote(s.opts.Password))
+	}
+	for _, l := range s.opts.Config {
+		b.WriteString(l + "\n")
 	}
 	return b.Bytes()
 }

@@ -85,7 +85,7 @@ func New(opts Options) (*Driver, error) {
 		ua = "reaper"
 	}
 	d := &Driver{
-		log: logger, prober: probe.New(), labels: cfg.LabelsOn(),
+		log: logger, prober: probe.New(logger), labels: cfg.LabelsOn(),
 		configured: map[string]*app{}, discovered: map[string]*app{},
 		warned: map[string]bool{},
 	}

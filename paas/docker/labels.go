@@ -21,6 +21,8 @@ const (
 	LabelStopTimeout   = "reaper.stop_timeout"   // 10s
 	LabelReadyTCP      = "reaper.ready.tcp"      // host:port
 	LabelReadyHTTP     = "reaper.ready.http"     // http://host:port/health
+	LabelReadyPostgres = "reaper.ready.postgres" // host:port (pg_isready's question)
+	LabelReadyRedis    = "reaper.ready.redis"    // host:port (PING; no password in a label: configure the app in the file)
 	LabelReadyInterval = "reaper.ready.interval" // 25ms
 	LabelDependsOn     = "reaper.depends_on"     // app ids, comma-separated
 	LabelPricePerHour  = "reaper.price_per_hour" // 0.05
@@ -63,9 +65,12 @@ func fromLabels(name string, labels map[string]string) (AppConfig, string) {
 			c.StopTimeout = conf.Duration(d)
 		}
 	}
-	tcp, http := strings.TrimSpace(labels[LabelReadyTCP]), strings.TrimSpace(labels[LabelReadyHTTP])
-	if tcp != "" || http != "" {
-		c.Ready = &probe.Config{TCP: tcp, HTTP: http}
+	r := probe.Config{
+		TCP: strings.TrimSpace(labels[LabelReadyTCP]), HTTP: strings.TrimSpace(labels[LabelReadyHTTP]),
+		Postgres: strings.TrimSpace(labels[LabelReadyPostgres]), Redis: strings.TrimSpace(labels[LabelReadyRedis]),
+	}
+	if r.TCP != "" || r.HTTP != "" || r.Postgres != "" || r.Redis != "" {
+		c.Ready = &r
 		if v, ok := labels[LabelReadyInterval]; ok {
 			if d, err := conf.ParseDuration(v); err != nil {
 				errs.Add(LabelReadyInterval, "%s", err.Error())

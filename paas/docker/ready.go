@@ -54,10 +54,16 @@ func (r *readiness) once(ctx context.Context) probe.Result {
 	case !t.probes():
 		return probe.Ready
 	case t.http != "":
-		return r.d.prober.Probe(ctx, "", t.http)
+		return r.d.prober.Probe(ctx, &probe.Config{HTTP: t.http})
 	}
-	res, err := r.d.prober.TCP(ctx, t.tcp)
-	if res == probe.Ready || !t.own || probe.Refused(err) || ctx.Err() != nil {
+	c := &probe.Config{TCP: t.tcp}
+	if t.proto != nil {
+		c = t.proto.At(t.tcp)
+	}
+	res, err := r.d.prober.Check(ctx, c)
+	// Only a connect that nothing answered, not even with a refusal, says that
+	// the address cannot be reached.
+	if res != probe.Unreached || !t.own || probe.Refused(err) || ctx.Err() != nil {
 		return res
 	}
 	if _, still := r.a.target(); !still {

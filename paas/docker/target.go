@@ -117,9 +117,10 @@ func readNet(c container.InspectResponse) netView {
 
 // target is where an app's readiness is probed, for one read of its container.
 type target struct {
-	tcp, http string // the probe; neither: the container's state only
-	own       bool   // tcp is the container's own address
-	why       string // how it was chosen, for logs
+	tcp, http string        // the probe; neither: the container's state only
+	proto     *probe.Config // a postgres or redis probe, sent to tcp; nil: a connect
+	own       bool          // tcp is the container's own address
+	why       string        // how it was chosen, for logs
 }
 
 // stateOnly: no probe, ready once the container runs (and is healthy, when its
@@ -132,6 +133,8 @@ func (t target) probes() bool { return t.tcp != "" || t.http != "" }
 func (t target) String() string {
 	var s string
 	switch {
+	case t.proto != nil:
+		s = t.proto.Kind() + " " + t.tcp
 	case t.tcp != "":
 		s = "tcp " + t.tcp
 	case t.http != "":
@@ -169,12 +172,12 @@ func resolveTarget(r *probe.Config, n netView, local bool) target {
 	// In the host's network (or another container's), the app listens there
 	// itself: no port proxy stands in front of it.
 	shared := n.mode == "host" || strings.HasPrefix(n.mode, "container:")
-	if r != nil && r.TCP != "" {
-		given := target{tcp: r.TCP}
+	if r != nil && r.Addr() != "" {
+		given := target{tcp: r.Addr(), proto: protoOf(r)}
 		if !local || shared || len(n.addrs) == 0 {
 			return given
 		}
-		host, portText, err := net.SplitHostPort(r.TCP)
+		host, portText, err := net.SplitHostPort(r.Addr())
 		port, perr := strconv.ParseUint(portText, 10, 16)
 		if err != nil || perr != nil {
 			return given
@@ -182,8 +185,8 @@ func resolveTarget(r *probe.Config, n netView, local bool) target {
 		for _, b := range n.published {
 			if b.hostPort == uint16(port) && publishedOn(b.hostIP, host) {
 				ep := n.addrs[0]
-				return target{tcp: joinAddr(ep.ip, b.port), own: true,
-					why: fmt.Sprintf("the container's own address on network %s: %s is the port it publishes for %d", ep.network, r.TCP, b.port)}
+				return target{tcp: joinAddr(ep.ip, b.port), proto: given.proto, own: true,
+					why: fmt.Sprintf("the container's own address on network %s: %s is the port it publishes for %d", ep.network, r.Addr(), b.port)}
 			}
 		}
 		return given
@@ -237,7 +240,15 @@ func fallback(r *probe.Config) target {
 	if r == nil {
 		return target{}
 	}
-	return target{tcp: r.TCP, http: r.HTTP}
+	return target{tcp: r.Addr(), http: r.HTTP, proto: protoOf(r)}
+}
+
+// protoOf is r when it speaks a protocol (postgres, redis), else nil.
+func protoOf(r *probe.Config) *probe.Config {
+	if r.Postgres != "" || r.Redis != "" {
+		return r
+	}
+	return nil
 }
 
 // localEngine reports whether an engine's address is on this machine: a unix
@@ -272,10 +283,10 @@ func describeProbe(r *probe.Config, host string) string {
 	switch {
 	case r != nil && r.HTTP != "":
 		return "http " + r.Target() + ", as given"
-	case r != nil && r.TCP != "" && !local:
-		return "tcp " + r.TCP + ", as given (the engine is on another machine: its containers' own addresses are not reachable from here)"
-	case r != nil && r.TCP != "":
-		return "tcp " + r.TCP + " → if the container publishes that port: the container's own address and the port it maps to, read at each start (the engine's port proxy accepts before the app listens); else as given"
+	case r != nil && r.Addr() != "" && !local:
+		return r.Kind() + " " + r.Addr() + ", as given (the engine is on another machine: its containers' own addresses are not reachable from here)"
+	case r != nil && r.Addr() != "":
+		return r.Kind() + " " + r.Addr() + " → if the container publishes that port: the container's own address and the port it maps to, read at each start (the engine's port proxy accepts before the app listens); else as given"
 	case !local:
 		return "no ready: " + stateOnly + " (the engine is on another machine)"
 	}

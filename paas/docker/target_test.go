@@ -57,6 +57,9 @@ func TestResolveTarget(t *testing.T) {
 		{"the host port a container port is published on", tcp("127.0.0.1:8443"),
 			netView{published: []binding{pub(80, "127.0.0.1", 8080), pub(443, "127.0.0.1", 8443)}, addrs: []endpoint{bridge}}, true, "172.17.0.3:443", true},
 
+		{"postgres on the published port: the container's own address", &probe.Config{Postgres: "127.0.0.1:8081"}, published, true, "postgres 172.17.0.3:8080", true},
+		{"redis as given, with its password", &probe.Config{Redis: "127.0.0.1:9000", Password: "pw"}, published, true, "redis 127.0.0.1:9000", false},
+
 		{"no ready: the first published port", nil,
 			netView{published: []binding{pub(80, "", 8080), pub(443, "", 8443)}, exposed: []uint16{80, 443, 9000}, addrs: []endpoint{bridge}}, true, "172.17.0.3:80", true},
 		{"no ready: the only exposed port", nil, netView{exposed: []uint16{5432}, addrs: []endpoint{user}}, true, "172.20.0.5:5432", true},
@@ -70,6 +73,12 @@ func TestResolveTarget(t *testing.T) {
 			shown := got.tcp
 			if got.http != "" {
 				shown = "http " + got.http
+			}
+			if got.proto != nil {
+				shown = got.proto.Kind() + " " + got.tcp
+				if got.proto.Password != c.ready.Password {
+					t.Errorf("the probe lost its password")
+				}
 			}
 			if shown != c.want || got.own != c.own {
 				t.Errorf("probe %q (own %v), want %q (own %v): %s", shown, got.own, c.want, c.own, got)
@@ -168,7 +177,7 @@ func TestReadiness_UnreachableOwnAddressFallsBackToTheConfiguredProbe(t *testing
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			logs := &logtest.Buffer{}
-			d := &Driver{log: logs.Logger(slog.LevelDebug), prober: probe.New()}
+			d := &Driver{log: logs.Logger(slog.LevelDebug), prober: probe.New(nil)}
 			defer d.prober.Close()
 			a := newApp(spec{id: "web", container: "web-1", ready: c.ready}, &host{name: "local", local: true})
 			a.v = &view{status: container.StateRunning, net: netView{

@@ -1,5 +1,6 @@
 // Package probe tells when a started app can take requests: one readiness probe
-// (a TCP connect, or an HTTP GET answered below 500), and the schedule that
+// (a TCP connect, an HTTP GET answered below 500, or a question in the app's own
+// protocol: a Postgres startup message, a Redis PING), and the schedule that
 // repeats it while the app starts (every 2 ms in its first second, then less and
 // less often up to a steady interval). The process and docker drivers share it.
 package probe
@@ -7,6 +8,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -27,11 +29,20 @@ const (
 type Prober struct {
 	dialer net.Dialer
 	client *http.Client
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	told map[string]string // probe target → the last problem logged for it
 }
 
-// New returns a Prober.
-func New() *Prober {
-	p := &Prober{dialer: net.Dialer{Timeout: tcpProbeTimeout}}
+// New returns a Prober that logs to log (nil: nowhere) what a probe finds wrong
+// with its own configuration (a redis server that wants a password), once per
+// target until the problem changes.
+func New(log *slog.Logger) *Prober {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Prober{dialer: net.Dialer{Timeout: tcpProbeTimeout}, log: log, told: map[string]string{}}
 	p.client = &http.Client{
 		Transport: &http.Transport{
 			// No proxy: reaper's environment may name one, and a probe must reach
@@ -66,18 +77,61 @@ const (
 )
 
 // Ready probes once and reports whether the app is ready.
-func (p *Prober) Ready(ctx context.Context, tcpAddr, httpURL string) bool {
-	return p.Probe(ctx, tcpAddr, httpURL) == Ready
+func (p *Prober) Ready(ctx context.Context, c *Config) bool {
+	return p.Probe(ctx, c) == Ready
 }
 
-// Probe probes once: a TCP connect to tcpAddr, or a GET of httpURL answered below
-// 500. It blocks for at most the probe timeout or until ctx ends.
-func (p *Prober) Probe(ctx context.Context, tcpAddr, httpURL string) Result {
-	if tcpAddr != "" {
-		res, _ := p.TCP(ctx, tcpAddr)
-		return res
+// Probe probes once as c says. It blocks for at most the probe's timeout or until
+// ctx ends.
+func (p *Prober) Probe(ctx context.Context, c *Config) Result {
+	res, _ := p.Check(ctx, c)
+	return res
+}
+
+// Check probes once as c says and returns what it found with the reason when the
+// app is not ready: the connect's error when Unreached (see Refused), or what the
+// app answered. A problem of the probe's own configuration (ErrNoAuth, a refused
+// AUTH) is logged, once per target until it changes. It blocks for at most the
+// probe's timeout or until ctx ends.
+func (p *Prober) Check(ctx context.Context, c *Config) (Result, error) {
+	var (
+		res Result
+		err error
+	)
+	switch {
+	case c.TCP != "":
+		return p.TCP(ctx, c.TCP)
+	case c.HTTP != "":
+		return p.http(ctx, c.HTTP), nil
+	case c.Postgres != "":
+		res, err = p.postgres(ctx, c.Postgres, c.Username)
+	case c.Redis != "":
+		res, err = p.redis(ctx, c.Redis, c.Username, c.Password)
+	default:
+		return Unreached, errors.New("probe: no probe configured")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpURL, nil)
+	var auth errAuth
+	if errors.Is(err, ErrNoAuth) || errors.As(err, &auth) {
+		p.tell(c.Kind()+" "+c.Addr(), err.Error())
+	}
+	return res, err
+}
+
+// tell logs a problem of a probe's configuration once per target until it
+// changes: the probe runs every few milliseconds.
+func (p *Prober) tell(target, problem string) {
+	p.mu.Lock()
+	same := p.told[target] == problem
+	p.told[target] = problem
+	p.mu.Unlock()
+	if !same {
+		p.log.Warn("the readiness probe cannot tell whether the app is ready", "probe", target, "problem", problem)
+	}
+}
+
+// http probes with a GET of url: Ready when answered below 500.
+func (p *Prober) http(ctx context.Context, url string) Result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return Unreached
 	}

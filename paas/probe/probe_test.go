@@ -13,18 +13,18 @@ import (
 )
 
 func TestProber_TCP(t *testing.T) {
-	p := New()
+	p := New(nil)
 	defer p.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	if !p.Ready(context.Background(), addr, "") {
+	if !p.Ready(context.Background(), &Config{TCP: addr}) {
 		t.Error("a listening port is not ready")
 	}
 	_ = ln.Close()
-	if p.Ready(context.Background(), addr, "") {
+	if p.Ready(context.Background(), &Config{TCP: addr}) {
 		t.Error("a closed port is ready")
 	}
 }
@@ -40,18 +40,18 @@ func TestProber_HTTP(t *testing.T) {
 		w.WriteHeader(code)
 	}))
 	defer srv.Close()
-	p := New()
+	p := New(nil)
 	defer p.Close()
 	for path, want := range map[string]bool{
 		"/200": true, "/204": true, "/404": true, "/499": true, "/redirect": true,
 		"/500": false, "/502": false, "/503": false,
 	} {
-		if got := p.Ready(context.Background(), "", srv.URL+path); got != want {
+		if got := p.Ready(context.Background(), &Config{HTTP: srv.URL + path}); got != want {
 			t.Errorf("GET %s: ready = %v, want %v", path, got, want)
 		}
 	}
 	srv.Close()
-	if p.Ready(context.Background(), "", srv.URL+"/200") {
+	if p.Ready(context.Background(), &Config{HTTP: srv.URL + "/200"}) {
 		t.Error("a closed server is ready")
 	}
 }
@@ -65,9 +65,9 @@ func TestProber_EndsWithContext(t *testing.T) {
 	defer ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan bool)
-	p := New()
+	p := New(nil)
 	defer p.Close()
-	go func() { done <- p.Ready(ctx, "", "http://"+ln.Addr().String()+"/") }()
+	go func() { done <- p.Ready(ctx, &Config{HTTP: "http://" + ln.Addr().String() + "/"}) }()
 	conn, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestProber_SaysWhetherTheAppAnswered(t *testing.T) {
 	}))
 	defer srv.Close()
 	tcp := srv.Listener.Addr().String()
-	p := New()
+	p := New(nil)
 	defer p.Close()
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -98,15 +98,15 @@ func TestProber_SaysWhetherTheAppAnswered(t *testing.T) {
 		{"http 200", "", srv.URL + "/200", Ready},
 		{"http 503: the app answered", "", srv.URL + "/503", NotReady},
 	} {
-		if got := p.Probe(ctx, tt.tcp, tt.httpURL); got != tt.want {
+		if got := p.Probe(ctx, &Config{TCP: tt.tcp, HTTP: tt.httpURL}); got != tt.want {
 			t.Errorf("%s: probe = %d, want %d", tt.name, got, tt.want)
 		}
 	}
 	srv.Close()
-	if got := p.Probe(ctx, tcp, ""); got != Unreached {
+	if got := p.Probe(ctx, &Config{TCP: tcp}); got != Unreached {
 		t.Errorf("tcp, closed port: probe = %d, want Unreached", got)
 	}
-	if got := p.Probe(ctx, "", srv.URL+"/200"); got != Unreached {
+	if got := p.Probe(ctx, &Config{HTTP: srv.URL + "/200"}); got != Unreached {
 		t.Errorf("http, closed port: probe = %d, want Unreached", got)
 	}
 }
@@ -280,7 +280,7 @@ func TestProbeLoop_EndsWithItsContext(t *testing.T) {
 }
 
 func TestProber_TCPTellsAClosedPortFromAnUnreachableAddress(t *testing.T) {
-	p := New()
+	p := New(nil)
 	defer p.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -30,7 +30,7 @@ func (d *Driver) adoptAll() {
 	ctx, cancel := context.WithTimeout(d.base, adoptProbeTimeout)
 	var wg sync.WaitGroup
 	for i, a := range adopted {
-		wg.Go(func() { ready[i] = d.probe.Ready(ctx, a.spec.readyTCP, a.spec.readyHTTP) })
+		wg.Go(func() { ready[i] = d.probe.Ready(ctx, &a.spec.ready) })
 	}
 	wg.Wait()
 	cancel()

@@ -3,7 +3,6 @@ package process
 import (
 	"maps"
 	"math"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -68,7 +67,8 @@ type AppConfig struct {
 	Currency string `yaml:"currency"`
 }
 
-// ReadyConfig is the readiness probe of an app: exactly one of TCP or HTTP. It is
+// ReadyConfig is the readiness probe of an app: exactly one of tcp, http, postgres
+// or redis. It is
 // shared with the docker driver (package probe).
 type ReadyConfig = probe.Config
 
@@ -158,8 +158,7 @@ type spec struct {
 	stopSignal  string // canonical name, SIGTERM
 	stopTimeout time.Duration
 	logFile     string
-	readyTCP    string
-	readyHTTP   string
+	ready       probe.Config
 	interval    time.Duration
 	price       float64
 	currency    string
@@ -174,8 +173,7 @@ func (c *AppConfig) resolve(dataDir string, lookup func(string) (string, bool)) 
 		stopSignal:  DefaultStopSignal,
 		stopTimeout: c.StopTimeout.D(),
 		logFile:     c.LogFile,
-		readyTCP:    c.Ready.TCP,
-		readyHTTP:   c.Ready.HTTP,
+		ready:       c.Ready,
 		interval:    c.Ready.Interval.D(),
 		price:       c.PricePerHour,
 		currency:    c.Currency,
@@ -218,15 +216,7 @@ func (c *AppConfig) resolve(dataDir string, lookup func(string) (string, bool)) 
 
 // readyTarget is what the readiness probe reaches, for messages: a password in the
 // URL is masked.
-func (s *spec) readyTarget() string {
-	if s.readyTCP != "" {
-		return s.readyTCP
-	}
-	if u, err := url.Parse(s.readyHTTP); err == nil {
-		return u.Redacted()
-	}
-	return s.readyHTTP
-}
+func (s *spec) readyTarget() string { return s.ready.Target() }
 
 // signalName returns the canonical name (SIGTERM) of a stop signal written as
 // SIGTERM, sigterm or TERM, or "" when it is not one reaper sends.

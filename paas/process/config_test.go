@@ -43,12 +43,12 @@ func TestAppConfig_ErrorsNameTheField(t *testing.T) {
 		{"required", `[{dir: x}]`, []string{
 			`paas.apps[0].id: is required`,
 			`paas.apps[0].command: is required (the program and its arguments, as a list)`,
-			`paas.apps[0].ready: give exactly one of tcp or http`,
+			`paas.apps[0].ready: give exactly one of tcp, http, postgres or redis`,
 		}},
 		{"both probes", `[` + ok + `, {id: b, command: [x], ready: {tcp: "h:1", http: "http://h/"}}]`,
-			[]string{`paas.apps[1].ready: give exactly one of tcp or http`}},
+			[]string{`paas.apps[1].ready: give exactly one of tcp, http, postgres or redis`}},
 		{"neither probe", `[{id: a, command: [x], ready: {interval: 1s}}]`,
-			[]string{`paas.apps[0].ready: give exactly one of tcp or http`}},
+			[]string{`paas.apps[0].ready: give exactly one of tcp, http, postgres or redis`}},
 		{"bad signal", `[{id: a, command: [x], ready: {tcp: "h:1"}, stop_signal: SIGFOO}]`,
 			[]string{`paas.apps[0].stop_signal: "SIGFOO" is not a signal reaper can send (use SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1 or SIGUSR2)`}},
 		{"kill is not a stop signal", `[{id: a, command: [x], ready: {tcp: "h:1"}, stop_signal: KILL}]`,
@@ -112,7 +112,7 @@ func TestAppConfig_ResolveAppliesDefaults(t *testing.T) {
 
 	s := apps[0].resolve("/data", lookup)
 	if s.stopSignal != "SIGTERM" || s.stopTimeout != 10*time.Second || s.interval != 25*time.Millisecond ||
-		s.logFile != "/data/logs/hello.log" || s.dir != "" || s.readyTCP != "127.0.0.1:3001" {
+		s.logFile != "/data/logs/hello.log" || s.dir != "" || s.ready.TCP != "127.0.0.1:3001" {
 		t.Errorf("defaults: %+v", s)
 	}
 	// Inherited first (HOME overridden by env: is not inherited), then env: sorted.
@@ -122,7 +122,7 @@ func TestAppConfig_ResolveAppliesDefaults(t *testing.T) {
 
 	s = apps[1].resolve("/data", lookup)
 	if s.stopSignal != "SIGUSR2" || s.stopTimeout != 2500*time.Millisecond || s.interval != 100*time.Millisecond ||
-		s.logFile != "/var/log/tuned.log" || s.dir != "./apps/tuned" || s.readyHTTP != "http://127.0.0.1:3002/" {
+		s.logFile != "/var/log/tuned.log" || s.dir != "./apps/tuned" || s.ready.HTTP != "http://127.0.0.1:3002/" {
 		t.Errorf("given values: %+v", s)
 	}
 	if s.env == nil || len(s.env) != 0 {
@@ -142,11 +142,11 @@ func TestSignalName(t *testing.T) {
 }
 
 func TestSpec_ReadyTargetMasksPasswords(t *testing.T) {
-	s := spec{readyHTTP: "http://probe:s3cr3t@127.0.0.1:3001/healthz"}
+	s := spec{ready: ReadyConfig{HTTP: "http://probe:s3cr3t@127.0.0.1:3001/healthz"}}
 	if got := s.readyTarget(); strings.Contains(got, "s3cr3t") || got != "http://probe:xxxxx@127.0.0.1:3001/healthz" {
 		t.Errorf("readyTarget = %q", got)
 	}
-	if got := (&spec{readyTCP: "127.0.0.1:1"}).readyTarget(); got != "127.0.0.1:1" {
+	if got := (&spec{ready: ReadyConfig{TCP: "127.0.0.1:1"}}).readyTarget(); got != "127.0.0.1:1" {
 		t.Errorf("readyTarget = %q", got)
 	}
 }

@@ -96,7 +96,7 @@ func New(opts Options) (*Driver, error) {
 		pidDir: pidDir,
 		key:    dataDirKey(opts.DataDir),
 		lock:   lock,
-		probe:  probe.New(),
+		probe:  probe.New(logger),
 		apps:   make(map[string]*app, len(opts.Apps)),
 	}
 	d.base, d.cancel = context.WithCancel(context.Background())
@@ -184,7 +184,7 @@ func (d *Driver) startNew(ctx context.Context, a *app) (again bool, err error) {
 	// fail to listen. Unless that program is proven to be the app, started earlier
 	// by a driver on this data directory, whose pid file is gone: it is adopted.
 	// Probed and looked up outside the lock, so that Observe never waits on I/O.
-	taken := d.probe.Ready(ctx, a.spec.readyTCP, a.spec.readyHTTP)
+	taken := d.probe.Ready(ctx, &a.spec.ready)
 	var earlier *adoptable
 	var who string
 	if taken {

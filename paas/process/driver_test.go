@@ -338,7 +338,7 @@ func TestNew_RefusesInvalidConfiguration(t *testing.T) {
 		{ID: "a", Command: []string{"true"}},
 	}})
 	want := "process: invalid configuration:\n" +
-		"paas.apps[1].ready: give exactly one of tcp or http\n" +
+		"paas.apps[1].ready: give exactly one of tcp, http, postgres or redis\n" +
 		`paas.apps[1].id: "a" is already the id of paas.apps[0]`
 	if err == nil || err.Error() != want {
 		t.Errorf("New: %v\nwant %s", err, want)

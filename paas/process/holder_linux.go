@@ -32,9 +32,9 @@ func (h holder) describe() string {
 
 // readyPort returns the TCP port the app's readiness probe reaches.
 func (s *spec) readyPort() (int, bool) {
-	hostport := s.readyTCP
-	if hostport == "" {
-		u, err := url.Parse(s.readyHTTP)
+	hostport := s.ready.Addr()
+	if s.ready.HTTP != "" {
+		u, err := url.Parse(s.ready.HTTP)
 		if err != nil {
 			return 0, false
 		}

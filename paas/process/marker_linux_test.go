@@ -203,7 +203,7 @@ func TestReadyPort(t *testing.T) {
 		{"", "https://localhost/", 443},
 		{"no-port", "", 0},
 	} {
-		s := spec{readyTCP: tc.tcp, readyHTTP: tc.http}
+		s := spec{ready: ReadyConfig{TCP: tc.tcp, HTTP: tc.http}}
 		if got, ok := s.readyPort(); got != tc.want || ok != (tc.want != 0) {
 			t.Errorf("readyPort(%q, %q) = %d, %v; want %d", tc.tcp, tc.http, got, ok, tc.want)
 		}

@@ -179,7 +179,7 @@ func openLog(path string) (*os.File, int64, error) {
 func (d *Driver) probeUntilReady(ctx context.Context, a *app, p *proc) {
 	defer close(p.probeDone)
 	s := &a.spec
-	pr := func(ctx context.Context) probe.Result { return d.probe.Probe(ctx, s.readyTCP, s.readyHTTP) }
+	pr := func(ctx context.Context) probe.Result { return d.probe.Probe(ctx, &s.ready) }
 	if probe.Loop(ctx, p.started, s.interval, &p.gate, pr) {
 		d.markReady(a, p)
 	}

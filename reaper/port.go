@@ -1,0 +1,140 @@
+package reaper
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The port: what a transport other than HTTP (a TCP route, package tcproute)
+// needs of the Engine, with no *plugin.Exchange and none of the Engine's
+// unexported state. A transport claims an app for one of its routes and gets a
+// Route, through which it reads the app's status, holds its callers until the
+// app is up, counts its traffic and asks for wakes, exactly as the reaper plugin
+// does for HTTP: the same holds (one waiter loop per app, the same max_held and
+// release pace), the same traffic counters (a connection open is a request in
+// flight), the same coalesced wake asks (to the leader, in a cluster).
+
+// Why a hold ended without the app being up (Route.Hold).
+var (
+	// ErrAppFailed: the app is in Error (its start failed).
+	ErrAppFailed = errors.New("reaper: the app failed to start")
+	// ErrHoldTimeout: the app was not up before the caller's deadline (the
+	// route's fail timeout).
+	ErrHoldTimeout = errors.New("reaper: the app was not up within the fail timeout")
+	// ErrTooManyHeld: the route's max_held callers are held for the app on this
+	// node already, or the node's reaper.max_held.
+	ErrTooManyHeld = errors.New("reaper: too many callers held for the app")
+	// ErrShuttingDown: this node is shutting down.
+	ErrShuttingDown = errors.New("reaper: this node is shutting down")
+)
+
+// Route is a transport's claim on an app: one route that manages it. It is
+// safe for concurrent use; Release withdraws the claim.
+type Route struct {
+	e          *Engine
+	a          *app
+	cfg        *Config
+	routeID    string
+	readyDelay time.Duration
+}
+
+// Claim makes the route routeID (named routeName) a manager of cfg.AppID, with
+// cfg's policy (grace period, fail timeout, keep-up windows, max_held,
+// ready_delay), which joins that of the app's other routes, HTTP or not. cfg
+// must have been validated (Config.Validate) and must not change afterwards.
+// A transport calls it once per route, when it starts listening.
+func (e *Engine) Claim(routeID, routeName string, cfg *Config) *Route {
+	e.Register(routeID, routeName, cfg, nil)
+	r := &Route{e: e, a: e.app(cfg.AppID), cfg: cfg, routeID: routeID, readyDelay: e.opts.readyDelay(cfg.AppID)}
+	if cfg.ReadyDelay != nil {
+		r.readyDelay = cfg.ReadyDelay.D()
+	}
+	return r
+}
+
+// Release withdraws the claim: the app's policy no longer counts this route's.
+// Its traffic counters stay (as on a reload). Idempotent.
+func (r *Route) Release() { r.e.Unregister(r.routeID, r.a.id, r.cfg) }
+
+// AppID is the app the route manages.
+func (r *Route) AppID() string { return r.a.id }
+
+// Status is the app's last known status on this node; it never waits.
+func (r *Route) Status() Status { return r.a.status() }
+
+// AskWake asks for the app to be woken: stored, and passed to the leader's job,
+// once per app per burst on this node (again every AskInterval while asked).
+// It never waits.
+func (r *Route) AskWake() { r.e.asks.ask(r.a, time.Now()) }
+
+// Hold waits until the app is up (and its ready delay passed), asking for its
+// wake while it waits. It returns nil then, with done, which the caller must call
+// once it knows whether the app took the caller (a dial that succeeded: ok): a
+// crowd released at once is paced as HTTP requests are (release.go). It returns
+// ErrAppFailed, ErrHoldTimeout (deadline passed), ErrTooManyHeld or
+// ErrShuttingDown when the app is not up, and ctx's error when ctx ends first;
+// done is then a no-op. It blocks until one of these.
+func (r *Route) Hold(ctx context.Context, deadline time.Time) (done func(ok bool), err error) {
+	start := time.Now()
+	if r.a.status().Asleep() {
+		r.AskWake()
+	}
+	res, _ := r.e.holds.wait(ctx, r.a, r.cfg.MaxHeld, r.readyDelay, r.cfg.FailTimeout.D(), deadline)
+	if res != holdGone && res != holdReady {
+		r.e.observer.HeldWait(r.a.id, time.Since(start))
+	}
+	noop := func(bool) {}
+	switch res {
+	case holdReleased:
+		var given bool
+		return func(ok bool) {
+			if !given {
+				given = true
+				r.e.holds.releaseEnded(r.a, ok)
+			}
+		}, nil
+	case holdReady:
+		return noop, nil
+	case holdFailed:
+		return noop, ErrAppFailed
+	case holdTimedOut:
+		return noop, ErrHoldTimeout
+	case holdTooMany:
+		return noop, ErrTooManyHeld
+	case holdShutdown:
+		return noop, ErrShuttingDown
+	}
+	if err := ctx.Err(); err != nil {
+		return noop, err
+	}
+	return noop, context.Canceled
+}
+
+// Begin counts a unit of traffic (an open connection) until end is called, and
+// reports false (with end already called) when the app went to sleep since the
+// caller's hold: then hold again. While it runs the app is not put to sleep; end
+// restarts the idle clock. The count is taken before the status is read, and
+// the job writes the status before it reads the counts, so a stop and a
+// connection never miss each other.
+func (r *Route) Begin() (end func(), ok bool) {
+	end = r.a.begin()
+	if r.a.status().Asleep() {
+		end()
+		return func() {}, false
+	}
+	return end, true
+}
+
+// Touch records traffic now (bytes flowed on an open connection): the idle
+// clock restarts. It never waits (an atomic store).
+func (r *Route) Touch() { r.a.touch(time.Now()) }
+
+// Refused tells the engine that the app, believed up, refused a connection: it
+// crashed or was stopped outside reaper. The job observes it at once, with a wake
+// asked; Refused waits (a few seconds at most, or until ctx ends) for the record
+// to say it sleeps, and reports whether it does: then hold again.
+func (r *Route) Refused(ctx context.Context) bool { return r.e.recheck(ctx, r.a, true) }
+
+// FailTimeout is the route's fail timeout (what bounds a hold).
+func (r *Route) FailTimeout() time.Duration { return r.cfg.FailTimeout.D() }

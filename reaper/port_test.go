@@ -1,0 +1,169 @@
+package reaper
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/paastest"
+)
+
+// claim claims app for a transport's route, as package tcproute does.
+func (e *env) claim(cfg Config) *Route {
+	e.t.Helper()
+	var errs conf.Errors
+	cfg.Validate("tcp_routes[0]", &errs)
+	if err := errs.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.engine.Claim("tcp-"+cfg.AppID, "TCP "+cfg.AppID, &cfg)
+}
+
+func TestPort_ABurstOfHoldsStartsTheAppOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("db"), "")
+		r := e.claim(config("db"))
+		e.start()
+		defer e.stop()
+		settle()
+		if st := r.Status(); st != StatusDown {
+			t.Fatalf("status = %s, want Down", st)
+		}
+		if m := e.engine.Managed(); len(m) != 1 || m[0].Routes[0] != "tcp-db" {
+			t.Fatalf("managed = %+v: the transport's route does not manage the app", m)
+		}
+		const n = 20
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				done, err := r.Hold(context.Background(), time.Now().Add(time.Minute))
+				done(err == nil)
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("hold: %v", err)
+			}
+		}
+		if got := e.fake.Count("start", "db"); got != 1 {
+			t.Errorf("starts = %d, want 1", got)
+		}
+		if r.Status() != StatusUp {
+			t.Errorf("status = %s", r.Status())
+		}
+	})
+}
+
+func TestPort_AnOpenConnectionKeepsTheAppAwake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("db"), "")
+		r := e.claim(config("db", func(c *Config) { c.GracePeriod = conf.Duration(time.Minute) }))
+		e.start()
+		defer e.stop()
+		settle()
+		done, err := r.Hold(context.Background(), time.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, ok := r.Begin()
+		done(ok)
+		if !ok {
+			t.Fatal("Begin on an awake app said it sleeps")
+		}
+		time.Sleep(10 * time.Minute) // a quiet connection, open for ten grace periods
+		if e.fake.Count("stop", "db") != 0 || r.Status() != StatusUp {
+			t.Fatalf("stopped under an open connection (status %s)", r.Status())
+		}
+		end() // the connection closes: the idle clock starts now
+		time.Sleep(61 * time.Second)
+		settle()
+		time.Sleep(31 * time.Second) // the job's next full pass
+		settle()
+		if e.fake.Count("stop", "db") != 1 {
+			t.Errorf("stops = %d one grace period after the connection closed, want 1 (status %s)", e.fake.Count("stop", "db"), r.Status())
+		}
+	})
+}
+
+func TestPort_HoldAnswersWhyTheAppIsNotUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("slow", "broken")
+		fake.Manual = true
+		e := newEnv(t, fake, "")
+		slow := e.claim(config("slow", func(c *Config) { c.MaxHeld = 1 }))
+		e.start()
+		defer e.stop()
+		settle()
+
+		// The one place of max_held is taken; the next caller is refused.
+		first := make(chan error, 1)
+		ctx, leave := context.WithCancel(context.Background())
+		go func() {
+			_, err := slow.Hold(ctx, time.Now().Add(time.Minute))
+			first <- err
+		}()
+		settle()
+		if _, err := slow.Hold(context.Background(), time.Now().Add(time.Minute)); !errors.Is(err, ErrTooManyHeld) {
+			t.Errorf("second hold: %v, want ErrTooManyHeld", err)
+		}
+		leave() // the caller gives up: its place is free at once
+		if err := <-first; !errors.Is(err, context.Canceled) {
+			t.Errorf("the caller that left got %v", err)
+		}
+		if n := slow.a.held.Load(); n != 0 {
+			t.Errorf("held = %d after the caller left", n)
+		}
+		begin := time.Now()
+		if _, err := slow.Hold(context.Background(), begin.Add(30*time.Second)); !errors.Is(err, ErrHoldTimeout) || time.Since(begin) != 30*time.Second {
+			t.Errorf("hold past its deadline: %v after %v, want ErrHoldTimeout after 30s", err, time.Since(begin))
+		}
+		e.engine.Shutdown()
+		if _, err := slow.Hold(context.Background(), time.Now().Add(time.Minute)); !errors.Is(err, ErrShuttingDown) {
+			t.Errorf("hold on a node shutting down: %v", err)
+		}
+	})
+}
+
+func TestPort_HoldOfAnAppThatFailsToStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("db")
+		fake.FailNext("start", paas.ErrStartFailed)
+		e := newEnv(t, fake, "")
+		r := e.claim(config("db"))
+		e.start()
+		defer e.stop()
+		settle()
+		if _, err := r.Hold(context.Background(), time.Now().Add(time.Minute)); !errors.Is(err, ErrAppFailed) {
+			t.Errorf("hold: %v, want ErrAppFailed", err)
+		}
+	})
+}
+
+func TestPort_ARefusedConnectionWakesAnAppThatStoppedBehindReapersBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("db")
+		e := newEnv(t, fake, "")
+		r := e.claim(config("db"))
+		e.start()
+		defer e.stop()
+		settle()
+		if _, err := r.Hold(context.Background(), time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		fake.SetQuietly("db", paastest.App{State: paas.StateShouldBeDown}) // it crashed: reaper still believes it up
+		if !r.Refused(context.Background()) {
+			t.Fatalf("after a refused dial the app is %s, want asleep", r.Status())
+		}
+		if _, err := r.Hold(context.Background(), time.Now().Add(time.Minute)); err != nil {
+			t.Fatalf("hold again: %v", err)
+		}
+		if got := fake.Count("start", "db"); got != 2 {
+			t.Errorf("starts = %d, want 2 (woken again)", got)
+		}
+	})
+}
