@@ -91,8 +91,8 @@ func TestSleepCmd_ForceStopsAnAppStuckWakingOrInError(t *testing.T) {
 	n.waitStatus(t, "stuck", reaper.StatusWaitingForUp)
 	n.waitStatus(t, "broken", reaper.StatusError)
 	for id, want := range map[string]string{
-		"stuck":  "the app is waking up; put it to sleep once it is Up, or ?force=true stops it now",
-		"broken": "the app is in Error (did not wake up within the fail timeout): reset it, or ?force=true stops it",
+		"stuck":  "the app is waking up; put it to sleep once it is Up, or --force stops it now",
+		"broken": "the app is in Error (did not wake up within the fail timeout): reset it, or --force stops it",
 	} {
 		pid := appPID(t, n, id)
 		if res := n.cli(t, "sleep", id); res.code != exitConflict || !strings.Contains(res.stderr, want) {
