@@ -295,6 +295,47 @@ func TestReaper_AppThatCannotStartGoesToError(t *testing.T) {
 	}
 }
 
+// Every request held for a wake that ends in Error gets the same 503 "could not
+// be started", with the Error's cause and without the app's output.
+func TestReaper_EveryRequestHeldForAFailedWakeGetsTheSame503(t *testing.T) {
+	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "5s", "--fail-after", "500ms"`}
+	p := startReaper(t, t.TempDir(), reaperConfig(a))
+	p.waitLog(func(l map[string]any) bool { return l["to"] == "Down" }, 10*time.Second)
+	type answer struct {
+		status int
+		body   map[string]any
+	}
+	const n = 20
+	got := make(chan answer, n)
+	for range n {
+		go func() {
+			resp, err := p.request("GET", "web.test", "/", nil, "Accept", "application/json")
+			if err != nil {
+				t.Error(err)
+				got <- answer{}
+				return
+			}
+			var m map[string]any
+			json.Unmarshal([]byte(readAll(t, resp)), &m)
+			delete(m, "request_id") // each its own
+			got <- answer{resp.StatusCode, m}
+		}()
+	}
+	first := <-got
+	if first.status != 503 || first.body["error"] != "the application could not be started" || first.body["status"] != "Error" {
+		t.Fatalf("%d %v", first.status, first.body)
+	}
+	cause, _ := first.body["cause"].(string)
+	if !strings.Contains(cause, "exited with status 3") || strings.Contains(cause, "last output") {
+		t.Errorf("cause %q, want the exit status, without the app's output", cause)
+	}
+	for i := 1; i < n; i++ {
+		if a := <-got; a.status != first.status || fmt.Sprint(a.body) != fmt.Sprint(first.body) {
+			t.Errorf("got %d %v, and %d %v: want every held request answered the same", a.status, a.body, first.status, first.body)
+		}
+	}
+}
+
 func TestReaper_IdleAppSleeps_OpenWebSocketKeepsItAwake(t *testing.T) {
 	a := app{id: "web", addr: freeport.Addr(t)}
 	cfg := strings.Replace(reaperConfig(a), "grace_period: 60s", "grace_period: 2s", 1)

@@ -215,9 +215,10 @@ func (h *holds) releaseBody(n int64) { h.bodies.Add(-n) }
 
 // holdOutcome says how a hold ends given the app's record, when it ends now:
 // released when the app is up and readyDelay has passed since this node saw it
-// come up; failed when it is in Error, whatever the hold's deadline: the wake
-// ended in Error, and every request held for it gets that answer (a hold whose
-// deadline passed before the Error was known ended then, see timedOut).
+// come up; in Error, as the Error says (errorResult), whatever the hold's own
+// deadline: the wake ended, and every request held for it gets the same answer
+// (a hold whose deadline passed before the Error was known ended then, see
+// timedOut).
 func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, now time.Time) (holdResult, bool) {
 	switch {
 	case rec == nil:
@@ -226,9 +227,20 @@ func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, now time.T
 			return holdReleased, true
 		}
 	case rec.Status == StatusError:
-		return holdFailed, true
+		return errorResult(rec), true
 	}
 	return 0, false
+}
+
+// errorResult is how the holds of an app in Error end: timed out when the Error
+// is the wake's fail timeout (the job's word for what the requests' own timers
+// say at about the same moment: which of the two a node sees first must not
+// change the answer), failed otherwise.
+func errorResult(rec *Record) holdResult {
+	if rec.ErrorCause == CauseStartTimeout {
+		return holdTimedOut
+	}
+	return holdFailed
 }
 
 // timedOut ends the hold of r, whose deadline passed, and decides the answer of
@@ -239,12 +251,12 @@ func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, now time.T
 // app in at the wake's fail timeout. Requests held under a longer fail timeout (a
 // route that allows a slower boot) go on waiting. An app that is up (r waited its
 // turn in the release, past its deadline) ends r's hold alone; an app in Error
-// ends every hold with the Error's answer.
+// ends every hold with the Error's answer (errorResult).
 func (h *holds) timedOut(a *app, r *holder) {
 	rec := a.rec.Load()
-	res, group := holdTimedOut, rec == nil || rec.Status != StatusUp
+	res, group, all := holdTimedOut, rec == nil || rec.Status != StatusUp, false
 	if rec != nil && rec.Status == StatusError {
-		res = holdFailed
+		res, all = errorResult(rec), true
 	}
 	var out []*holder
 	a.holdMu.Lock()
@@ -254,7 +266,7 @@ func (h *holds) timedOut(a *app, r *holder) {
 	}
 	for x := a.queue.head; x != nil; {
 		next := x.next
-		if x == r || (group && (res == holdFailed || x.failTimeout <= r.failTimeout)) {
+		if x == r || all || (group && x.failTimeout <= r.failTimeout) {
 			x.settled = true
 			a.queue.remove(x)
 			out = append(out, x)

@@ -23,6 +23,7 @@ func TestHoldOutcome(t *testing.T) {
 		{"up, ready delay passed: released", rec(StatusUp), 2 * time.Second, holdReleased, true},
 		{"up, ready delay not passed: wait", rec(StatusUp), 3 * time.Second, 0, false},
 		{"error: failed", rec(StatusError), 0, holdFailed, true},
+		{"error at the wake's fail timeout: timed out", &Record{Status: StatusError, ErrorCause: CauseStartTimeout}, 0, holdTimedOut, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ends := holdOutcome(tc.rec, upSeen, tc.readyDelay, now)

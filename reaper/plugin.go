@@ -290,9 +290,9 @@ func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (plugin.DialAct
 		return dialAction(p.holdThenAdmit(ex))
 	}
 	a := p.app
-	if ex.Value(resendKey{}) != nil && a.status() == StatusUp {
-		// Released from a hold, and sent again for as long as its wake allowed
-		// (resend.go): looking at the app again would only delay the 502.
+	if ex.Value(resendKey{}) != nil && a.status() == StatusUp && !time.Now().Add(resendMaxWait).Before(ex.Start.Add(p.FailTimeout.D())) {
+		// Released from a hold, and sent again until its fail timeout
+		// (resend.go): looking at the app again would only take it past it.
 		return plugin.DialPass, nil
 	}
 	k := p.classify(ex.Request)
