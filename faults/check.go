@@ -67,6 +67,7 @@ var invariants = []invariant{
 	{"every body that reached its app intact, once", checkBodies},
 	{"every other answer the documented one", checkOtherAnswers},
 	{"every wake ask served, or an Error with its cause", checkAsksServed},
+	{"an app in Error left alone until sleep --force, then stopped once", checkErrorForced},
 	{"one leader, statuses match the platform within 30 s", checkConverged},
 }
 

@@ -26,7 +26,7 @@ var shortSeeds = []struct {
 	kinds []faultKind
 }{
 	{8, []faultKind{kindPaaS429Retry, kindLeaderKill, kindRedis, kindStopAfterWake, kindAppCrash}},
-	{7, []faultKind{kindNodeTerm, kindRedis, kindPaaSSlow, kindStopAfterWake, kindAppCrash}},
+	{7, []faultKind{kindNodeTerm, kindRedis, kindPaaSSlow, kindStopAfterWake, kindAppCrash, kindErrorForced}},
 }
 
 const shortDuration = 15 * time.Second

@@ -27,6 +27,8 @@ type injection struct {
 	skipped string    // why it did not strike
 	failed  string    // what could not be undone
 	refused int       // restarts of the node that exited before serving
+	// forced is when an operator's sleep --force was asked (kindErrorForced).
+	forced time.Time
 }
 
 // injector runs a schedule's faults.
@@ -92,6 +94,8 @@ func (in *injector) strike(ctx context.Context, f fault) injection {
 		in.appCrash(ctx, &inj)
 	case kindStopAfterWake:
 		in.stopAfterWake(ctx, &inj)
+	case kindErrorForced:
+		in.errorForced(ctx, &inj)
 	default:
 		in.paas(ctx, &inj)
 	}
@@ -299,4 +303,77 @@ func (in *injector) stopAfterWake(ctx context.Context, inj *injection) {
 	}
 	inj.at, inj.detail = time.Now(), fmt.Sprintf("app %d woken, stopped from outside %s later, as soon as it was up",
 		inj.app, time.Since(woken).Round(10*time.Millisecond))
+}
+
+// errorWait bounds the wait for an app whose start fails to go to Error: its
+// failed deployment shows after the boot time.
+const errorWait = 10 * time.Second
+
+// errorForced makes a sleeping app's next deployment fail and wakes it through a
+// follower: it goes to Error. It leaves it there for the fault's length, then
+// puts it to sleep through a node's admin API as an operator's sleep --force
+// does, the only way to stop an app in Error while the nodes run. at is when
+// the app was seen in Error, forced when the sleep was asked, end when the app
+// was seen Down.
+func (in *injector) errorForced(ctx context.Context, inj *injection) {
+	lead := in.leader(ctx)
+	if lead < 0 {
+		inj.skipped = "no leader known"
+		return
+	}
+	if inj.app = in.asleep(ctx, lead, inj.fault.app); inj.app < 0 {
+		inj.skipped = "no app asleep"
+		return
+	}
+	id := in.w.apps[inj.app].id
+	if err := in.w.fake.Console(id).FailNextDeployment(); err != nil {
+		inj.failed = err.Error()
+		return
+	}
+	in.request(ctx, inj.app, (lead+1)%clusterSize)
+	woken := time.Now()
+	if !in.waitStatus(ctx, lead, inj.app, "Error", errorWait) {
+		inj.skipped = fmt.Sprintf("app %d did not go to Error within %s of its wake", inj.app, errorWait)
+		return
+	}
+	inj.at = time.Now()
+	sleepUntil(ctx, inj.at.Add(inj.fault.lasts))
+	node := in.w.pickNode(inj.fault.node)
+	if node < 0 {
+		inj.failed = "no node up to ask"
+		return
+	}
+	inj.forced = time.Now()
+	code, body, err := in.w.cluster.AdminPost(ctx, in.w.cluster.Nodes[node], "/api/apps/"+id+"/_sleep?force=true", `{"by": "faults"}`)
+	if err != nil || code != 202 {
+		inj.failed = fmt.Sprintf("sleep --force through n%d: %d %.200s %v", node+1, code, body, err)
+		return
+	}
+	// Stopped: Down, or already woken again by a request that waits.
+	if !in.waitStatus(ctx, lead, inj.app, "", forcedBound+upWait) {
+		inj.failed = fmt.Sprintf("app %d still in Error or going to sleep %s after sleep --force through n%d", inj.app, forcedBound+upWait, node+1)
+		return
+	}
+	inj.end = time.Now()
+	inj.detail = fmt.Sprintf("app %d in Error %s after its wake, forced to sleep through n%d, stopped %s later",
+		inj.app, inj.at.Sub(woken).Round(10*time.Millisecond), node+1, inj.end.Sub(inj.forced).Round(10*time.Millisecond))
+}
+
+// waitStatus waits until node i (or the next one up, should a fault take it
+// down meanwhile) says the app has the status ("": one past a forced stop, Down
+// or later); false when it did not within limit.
+func (in *injector) waitStatus(ctx context.Context, i, app int, status string, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	has := func(st string) bool {
+		if status == "" {
+			return st != "" && st != "Error" && st != "WaitingForShutdown"
+		}
+		return st == status
+	}
+	for n := i; n < 0 || !has(in.statuses(ctx, n)[in.w.apps[app].id]); n = in.w.pickNode(i) {
+		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
+			return false
+		}
+	}
+	return true
 }

@@ -146,10 +146,15 @@ const (
 
 // checkNoStopUnderTraffic: no stop the platform accepted came within the grace
 // period of a request's end at the app. Excused: a request through a node that a
-// fault hit before it flushed its traffic, or while redis-server was down.
+// fault hit before it flushed its traffic, or while redis-server was down; and
+// the stop an operator's sleep --force asked for (kindErrorForced).
 func checkNoStopUnderTraffic(o *observation, c *checkResult) {
 	for _, s := range o.stops() {
 		c.checked++
+		if o.forcedStop(s) { // an operator's sleep --force overrides the grace period
+			c.exempt++
+			continue
+		}
 		for _, h := range o.hits {
 			if h.app != s.app || h.monitor || h.id == "" || h.ended.IsZero() || h.ended.After(s.at) ||
 				s.at.Sub(h.ended) >= gracePeriod-clockTolerance {

@@ -35,11 +35,14 @@ const (
 	// kindStopAfterWake stops an app from outside between its start and
 	// reaper's first look at it up.
 	kindStopAfterWake faultKind = "app stopped right after its wake"
+	// kindErrorForced makes an app's start fail, so that it goes to Error,
+	// then puts it to sleep as an operator would (sleep --force).
+	kindErrorForced faultKind = "app start fails: Error, sleep --force"
 )
 
 // allKinds lists the kinds in the report's order.
 var allKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition, kindRedis,
-	kindPaaS5xx, kindPaaS429, kindPaaS429Retry, kindPaaS403, kindPaaSSlow, kindPaaSTimeout, kindAppCrash, kindStopAfterWake}
+	kindPaaS5xx, kindPaaS429, kindPaaS429Retry, kindPaaS403, kindPaaSSlow, kindPaaSTimeout, kindAppCrash, kindStopAfterWake, kindErrorForced}
 
 var (
 	nodeKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition}
@@ -106,6 +109,11 @@ func newSchedule(seed uint64, d time.Duration, apps int) schedule {
 	if rng.IntN(2) == 0 {
 		s.faults = append(s.faults, fault{at: between(3*time.Second, d-6*time.Second), kind: kindStopAfterWake, app: rng.IntN(apps)})
 	}
+	// Drawn last, so that the faults above stay those each seed always gave.
+	if rng.IntN(2) == 0 {
+		s.faults = append(s.faults, fault{at: between(3*time.Second, d-12*time.Second), kind: kindErrorForced, app: rng.IntN(apps),
+			lasts: between(1500*time.Millisecond, 4*time.Second), node: rng.IntN(clusterSize)})
+	}
 	slices.SortStableFunc(s.faults, func(a, b fault) int { return int(a.at - b.at) })
 	s.traffic = planTraffic(rand.New(rand.NewPCG(seed, 0x7a11c)), d, apps)
 	return s
@@ -128,6 +136,8 @@ func (f fault) describe() string {
 		fmt.Fprintf(&b, " app %d (or the next one awake)", f.app)
 	case kindStopAfterWake:
 		fmt.Fprintf(&b, " app %d (or the next one asleep)", f.app)
+	case kindErrorForced:
+		fmt.Fprintf(&b, " app %d (or the next one asleep), in Error %s, forced through node choice %d", f.app, f.lasts.Round(100*time.Millisecond), f.node)
 	case kindPaaS5xx:
 		fmt.Fprintf(&b, " %d for %s", f.code, f.lasts.Round(100*time.Millisecond))
 	case kindPaaS429Retry, kindPaaSSlow, kindPaaSTimeout:

@@ -256,7 +256,9 @@ func (j *Job) targets(ctx context.Context, full bool, ids map[string]bool) []tar
 		if !full {
 			rec, ok := j.opts.Engine.Record(m.App.ID)
 			_, asked := asks[m.App.ID]
-			if ok && !rec.Status.Transitional() && !asked {
+			// An operator's forced stop of an app in Error may wait for its
+			// requests to end: looked at on each fast tick too.
+			if ok && !rec.Status.Transitional() && !asked && !rec.SleepAsk.stopsStuck(rec) {
 				continue
 			}
 		}

@@ -76,6 +76,21 @@ func afterStuckStop(prev, next Record, err error, now time.Time) Record {
 	return toError(next, "the stop failed: "+err.Error(), now)
 }
 
+// stuckStopWithdrawn is the record of an app in Error whose forced stop was
+// decided (next, in WaitingForShutdown) but not sent: requests were at it. It
+// is back in Error (prev), as of now, its ask renewed: the next look tries
+// again.
+func stuckStopWithdrawn(prev, next Record, now time.Time) Record {
+	back := withheld(prev, next)
+	back.LastStatusUpdate = now
+	if back.SleepAsk != nil {
+		a := *back.SleepAsk
+		a.At = now
+		back.SleepAsk = &a
+	}
+	return back
+}
+
 // CauseRequestWhileStopping is why an app marked WaitingForShutdown stays up: a
 // request came after the decision, before the stop was sent.
 const CauseRequestWhileStopping = "a request arrived while it was going to sleep"

@@ -315,15 +315,18 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 			return // the next leader sees WaitingForShutdown and the app still up
 		}
 	}
-	// An app stuck waking serves nothing (its requests are held); one in Error
-	// does: a request since the decision withdraws the stop (the ask stays, for
-	// the next look).
+	// An operator's forced stop of an app stuck waking cuts nothing (its
+	// requests are held); of an app in Error, it waits for the requests at it to
+	// end (the ask stays, for the next look), but not for the traffic to stop:
+	// the operator asked.
 	stuck := next.SleepAsk.stuckStop(next)
-	if !(stuck && next.SleepAsk.From == StatusWaitingForUp) && j.trafficSince(ctx, t.app.ID, in.LastAccess) {
+	switch {
+	case stuck && next.SleepAsk.From == StatusError && j.inFlight(ctx, t.app.ID):
+		back := stuckStopWithdrawn(prev, next, j.opts.Now())
+		j.write(ctx, next, &back)
+		return
+	case !stuck && j.trafficSince(ctx, t.app.ID, in.LastAccess):
 		back := stopWithdrawn(next, prev.ActionAt, j.opts.Now())
-		if stuck {
-			back = withheld(prev, next)
-		}
 		j.write(ctx, next, &back)
 		return
 	}
@@ -373,6 +376,20 @@ func (j *Job) trafficSince(ctx context.Context, id string, decidedOn time.Time) 
 		return true
 	}
 	return false
+}
+
+// inFlight reports whether a request or connection is at the app now: this
+// node's exact count, the others' from the store (after the settle delay). A
+// store that cannot be read counts as busy.
+func (j *Job) inFlight(ctx context.Context, id string) bool {
+	if _, busy := j.opts.Engine.LocalTraffic(id); busy > 0 {
+		return true
+	}
+	if j.opts.SettleDelay == 0 {
+		return false
+	}
+	counts, err := j.opts.Store.InFlight(ctx)
+	return err != nil || counts[id] > 0
 }
 
 // start wakes an app: it records WaitingForUp (with the action time the fail
