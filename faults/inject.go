@@ -27,6 +27,7 @@ type injection struct {
 	skipped string    // why it did not strike
 	failed  string    // what could not be undone
 	refused int       // restarts of the node that exited before serving
+	shown   time.Time // kindOperatorKill: when /api/cluster first showed the node unreachable
 }
 
 // injector runs a schedule's faults.
@@ -75,7 +76,7 @@ func (in *injector) injections() []injection {
 // strike runs one fault to its end.
 func (in *injector) strike(ctx context.Context, f fault) injection {
 	inj := injection{fault: f, at: time.Now(), node: -1, app: -1}
-	if slices.Contains(nodeKinds, f.kind) {
+	if slices.Contains(nodeKinds, f.kind) || f.kind == kindOperatorKill {
 		in.nodes.Lock()
 		defer in.nodes.Unlock()
 	}
@@ -92,6 +93,8 @@ func (in *injector) strike(ctx context.Context, f fault) injection {
 		in.appCrash(ctx, &inj)
 	case kindStopAfterWake:
 		in.stopAfterWake(ctx, &inj)
+	case kindOperatorKill:
+		in.operatorKill(ctx, &inj)
 	default:
 		in.paas(ctx, &inj)
 	}
