@@ -68,7 +68,7 @@ func abuseFlood(t *testing.T, table *abuseTable) {
 		}
 		ok := r.err == nil && r.status == http.StatusServiceUnavailable && json.Unmarshal([]byte(r.body), &ans) == nil &&
 			ans.Error == "too many requests are waiting for the application, retry later" &&
-			ans.RequestID == fmt.Sprintf("flood-%d", r.i) && r.header.Get("Retry-After") == "30" &&
+			ans.RequestID == r.header.Get("X-Request-Id") && ans.RequestID != fmt.Sprintf("flood-%d", r.i) && r.header.Get("Retry-After") == "30" &&
 			r.header.Get("CleverCloud-Reaper-Status") == ans.Status && (ans.Status == "Down" || ans.Status == "WaitingForUp")
 		if !ok {
 			if bad < 5 {

@@ -72,7 +72,7 @@ func TestReaper_ParkedClientsThatLeaveNeverReachTheApp(t *testing.T) {
 	if !testwait.Until(10*time.Second, func() bool {
 		lines = lines[:0]
 		for _, l := range p.logs() {
-			if id, _ := l["request_id"].(string); l["msg"] == "access" && strings.HasPrefix(id, "parked-") {
+			if id, _ := l["client_request_id"].(string); l["msg"] == "access" && strings.HasPrefix(id, "parked-") {
 				lines = append(lines, l)
 			}
 		}
@@ -83,7 +83,7 @@ func TestReaper_ParkedClientsThatLeaveNeverReachTheApp(t *testing.T) {
 	left, answered := 0, 0
 	for _, l := range lines {
 		var i int
-		fmt.Sscanf(l["request_id"].(string), "parked-%d", &i)
+		fmt.Sscanf(l["client_request_id"].(string), "parked-%d", &i)
 		switch status := l["status"].(float64); {
 		case i%2 == 0 && status == 499 && l["upstream"] == "gateway": // never reached the app
 			left++

@@ -114,7 +114,7 @@ func TestReaper_PythonApp_ChunkedPOSTAfterACrowdAndASleepReachesTheApp(t *testin
 		t.Errorf("the app was started %d times, want 2 (the GETs' wake, the POST's)", got)
 	}
 	// Every line before the POST's access line has been read once it has.
-	p.waitLog(func(l map[string]any) bool { return l["msg"] == "access" && l["request_id"] == "post" }, 10*time.Second)
+	p.waitLog(func(l map[string]any) bool { return l["msg"] == "access" && l["client_request_id"] == "post" }, 10*time.Second)
 	for _, l := range p.logs() {
 		if l["msg"] == "backend failed" {
 			t.Errorf("reaper logged a backend failure: %v", l)

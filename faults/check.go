@@ -69,6 +69,7 @@ var invariants = []invariant{
 	{"every wake ask served, or an Error with its cause", checkAsksServed},
 	{"an app in Error left alone until sleep --force, then stopped once", checkErrorForced},
 	{"one leader, statuses match the platform within 30 s", checkConverged},
+	{"a killed node shown unreachable by /api/cluster within 5 s", checkDeadNodeShown},
 }
 
 // check runs every invariant on the observation.
@@ -145,10 +146,10 @@ func (o *observation) nodeFault(node int, from, to time.Time, kinds ...faultKind
 }
 
 // nodeKindsAll are the faults that disturb a node.
-var nodeKindsAll = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition}
+var nodeKindsAll = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition, kindOperatorKill}
 
 // killed are the faults that end a node's process.
-var killed = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm}
+var killed = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindOperatorKill}
 
 // redisDown reports whether redis-server was down at some moment of [from, to].
 func (o *observation) redisDown(from, to time.Time) bool {

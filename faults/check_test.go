@@ -263,3 +263,28 @@ func TestCheckNo502_ExcusedJustAfterAPartitionHeals(t *testing.T) {
 		t.Errorf("11 s after the heal: %+v", c)
 	}
 }
+
+// A killed follower that /api/cluster never showed unreachable, or showed too
+// late, is a violation; one shown in time is not; a fault that did not strike
+// is not checked.
+func TestCheckDeadNodeShown(t *testing.T) {
+	start := time.Now()
+	kill := func(at, shown time.Duration, skipped string) injection {
+		inj := injection{fault: fault{kind: kindOperatorKill}, at: start.Add(at), node: 1, skipped: skipped}
+		if shown >= 0 {
+			inj.shown = start.Add(shown)
+		}
+		return inj
+	}
+	o := &observation{start: start, injections: []injection{
+		kill(time.Second, 1200*time.Millisecond, ""),                    // shown after 0.2 s
+		kill(10*time.Second, -1, ""),                                    // never shown
+		kill(20*time.Second, 20*time.Second+shownBound+time.Second, ""), // too late
+		kill(30*time.Second, -1, "no leader known"),                     // did not strike
+	}}
+	var c checkResult
+	checkDeadNodeShown(o, &c)
+	if c.checked != 3 || len(c.violations) != 2 {
+		t.Fatalf("checked %d, violations %q; want 3 checked, 2 violations (never shown, too late)", c.checked, c.violations)
+	}
+}

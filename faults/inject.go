@@ -29,6 +29,7 @@ type injection struct {
 	refused int       // restarts of the node that exited before serving
 	// forced is when an operator's sleep --force was asked (kindErrorForced).
 	forced time.Time
+	shown  time.Time // kindOperatorKill: when /api/cluster first showed the node unreachable
 }
 
 // injector runs a schedule's faults.
@@ -77,7 +78,7 @@ func (in *injector) injections() []injection {
 // strike runs one fault to its end.
 func (in *injector) strike(ctx context.Context, f fault) injection {
 	inj := injection{fault: f, at: time.Now(), node: -1, app: -1}
-	if slices.Contains(nodeKinds, f.kind) {
+	if slices.Contains(nodeKinds, f.kind) || f.kind == kindOperatorKill {
 		in.nodes.Lock()
 		defer in.nodes.Unlock()
 	}
@@ -96,6 +97,8 @@ func (in *injector) strike(ctx context.Context, f fault) injection {
 		in.stopAfterWake(ctx, &inj)
 	case kindErrorForced:
 		in.errorForced(ctx, &inj)
+	case kindOperatorKill:
+		in.operatorKill(ctx, &inj)
 	default:
 		in.paas(ctx, &inj)
 	}

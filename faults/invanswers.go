@@ -48,7 +48,7 @@ func checkHeldAnswered(o *observation, c *checkResult) {
 // only when the answer had begun (a download cut off), since the node still had
 // its clients.
 func (c *checkResult) judgeUnanswered(o *observation, r result) {
-	if _, killed := o.nodeFault(r.node, r.sent, r.end, kindLeaderKill, kindFollowerKill); killed {
+	if _, killed := o.nodeFault(r.node, r.sent, r.end, kindLeaderKill, kindFollowerKill, kindOperatorKill); killed {
 		c.exempt++
 		return
 	}

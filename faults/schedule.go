@@ -42,7 +42,8 @@ const (
 
 // allKinds lists the kinds in the report's order.
 var allKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition, kindRedis,
-	kindPaaS5xx, kindPaaS429, kindPaaS429Retry, kindPaaS403, kindPaaSSlow, kindPaaSTimeout, kindAppCrash, kindStopAfterWake, kindErrorForced}
+	kindPaaS5xx, kindPaaS429, kindPaaS429Retry, kindPaaS403, kindPaaSSlow, kindPaaSTimeout, kindAppCrash, kindStopAfterWake,
+	kindErrorForced, kindOperatorKill}
 
 var (
 	nodeKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition}
@@ -114,6 +115,12 @@ func newSchedule(seed uint64, d time.Duration, apps int) schedule {
 		s.faults = append(s.faults, fault{at: between(3*time.Second, d-12*time.Second), kind: kindErrorForced, app: rng.IntN(apps),
 			lasts: between(1500*time.Millisecond, 4*time.Second), node: rng.IntN(clusterSize)})
 	}
+	// Drawn after it, so that the faults above stay those of their seed. It takes
+	// the node faults' turn when it strikes (injector.strike).
+	if rng.IntN(2) == 0 {
+		s.faults = append(s.faults, fault{at: between(3*time.Second, d-8*time.Second), kind: kindOperatorKill,
+			lasts: between(3*time.Second, 5*time.Second), node: rng.IntN(clusterSize)})
+	}
 	slices.SortStableFunc(s.faults, func(a, b fault) int { return int(a.at - b.at) })
 	s.traffic = planTraffic(rand.New(rand.NewPCG(seed, 0x7a11c)), d, apps)
 	return s
@@ -126,6 +133,8 @@ func (f fault) describe() string {
 	switch f.kind {
 	case kindLeaderKill:
 		fmt.Fprintf(&b, " app %d, kill %s after the request, down %s", f.app, f.after.Round(time.Millisecond), f.lasts.Round(100*time.Millisecond))
+	case kindOperatorKill:
+		fmt.Fprintf(&b, " follower choice %d, down %s", f.node, f.lasts.Round(100*time.Millisecond))
 	case kindFollowerKill, kindNodeTerm:
 		fmt.Fprintf(&b, " app %d, node choice %d, down %s", f.app, f.node, f.lasts.Round(100*time.Millisecond))
 	case kindPartition:

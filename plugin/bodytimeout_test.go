@@ -91,13 +91,14 @@ func TestBodyIdle_ASilentClientIsDisconnected(t *testing.T) {
 	waitAccess(t, logs, "silent", 499)
 }
 
-// waitAccess waits for the access line of request id and checks its status.
+// waitAccess waits for the access line of request id (the gateway's, or the
+// client's X-Request-Id) and checks its status.
 func waitAccess(t *testing.T, logs *logSink, id string, status int64) {
 	t.Helper()
 	var line map[string]any
 	if !testwait.Until(5*time.Second, func() bool {
 		for _, l := range logs.find("access") {
-			if l["request_id"] == id {
+			if l["request_id"] == id || l["client_request_id"] == id {
 				line = l
 				return true
 			}

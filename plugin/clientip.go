@@ -10,13 +10,21 @@ import (
 	"github.com/google/uuid"
 )
 
-// requestID returns the client's X-Request-Id when it is a sane token (1 to 128
-// printable ASCII characters, no space), otherwise a new UUIDv7.
-func requestID(values []string) string {
+// requestIDs returns the request's id and the id the client sent of its own.
+// The id is the X-Request-Id that a trusted proxy (node.trusted_proxies) sent,
+// when it is a sane token (1 to 128 printable ASCII characters, no space): the
+// proxy in front numbers the requests. Any other client's id is not taken as the
+// request's: it could repeat another request's id on purpose and mix their log
+// lines. It is kept as client (for the access log's client_request_id) when it is
+// a sane token, and the request gets a new UUIDv7.
+func requestIDs(values []string, trusted bool) (id, client string) {
 	if len(values) == 1 && validRequestID(values[0]) {
-		return values[0]
+		if trusted {
+			return values[0], ""
+		}
+		client = values[0]
 	}
-	return uuid.Must(uuid.NewV7()).String()
+	return uuid.Must(uuid.NewV7()).String(), client
 }
 
 func validRequestID(s string) bool {

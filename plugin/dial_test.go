@@ -43,7 +43,7 @@ routes:
     backend: {targets: ["http://$A"]}
     plugins: [{plugin: test_dial}]
 `, map[string]string{"A": addr}, map[string]any{"dial": dial})
-	gw := newTestGateway(t, r)
+	gw := newTestGateway(t, r, "127.0.0.1/32") // a trusted proxy: its X-Request-Id is the request's
 
 	payload := make([]byte, 1<<20)
 	rand.Read(payload)

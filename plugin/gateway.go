@@ -105,6 +105,7 @@ type state struct {
 	pathChanged bool
 	prefix      string // the matched domain's path prefix
 	trusted     bool   // the peer is a trusted proxy
+	clientID    string // the X-Request-Id of a client not trusted, for the access log
 	upstream    string // target used, or "gateway"
 
 	// Which plugins apply to this request's path (include/exclude), computed on
@@ -141,7 +142,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	st.ex.st = st
 	st.ex.Start = time.Now()
 	st.ex.Request = req
-	st.ex.ID = requestID(req.Header[headerRequestID])
+	peer := peerAddr(req.RemoteAddr)
+	st.ex.ClientIP = peer
+	if len(g.trusted) > 0 && inPrefixes(g.trusted, peer) {
+		st.trusted = true
+		st.ex.ClientIP = clientFromXFF(req.Header["X-Forwarded-For"], peer, g.trusted)
+	}
+	st.ex.ID, st.clientID = requestIDs(req.Header[headerRequestID], st.trusted)
 	st.idHeader[0] = st.ex.ID
 	st.rec.w, st.rec.st = w, st
 	st.body.rc, st.body.st = req.Body, st
@@ -149,12 +156,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	st.ex.body = &st.body
 	defer g.end(st)
 
-	peer := peerAddr(req.RemoteAddr)
-	st.ex.ClientIP = peer
-	if len(g.trusted) > 0 && inPrefixes(g.trusted, peer) {
-		st.trusted = true
-		st.ex.ClientIP = clientFromXFF(req.Header["X-Forwarded-For"], peer, g.trusted)
-	}
 	refuseH2C(req.Header)
 	st.path, st.pathChanged = requestPath(req.URL.Path)
 
@@ -448,7 +449,11 @@ func (g *Gateway) logAccess(st *state, route string, status int) {
 		return
 	}
 	req := st.ex.Request
-	g.log.LogAttrs(ctx, slog.LevelInfo, "access",
+	var client []slog.Attr
+	if st.clientID != "" {
+		client = []slog.Attr{slog.String("client_request_id", st.clientID)}
+	}
+	g.log.LogAttrs(ctx, slog.LevelInfo, "access", append([]slog.Attr{
 		slog.String("request_id", st.ex.ID),
 		slog.String("route", route),
 		slog.String("method", req.Method),
@@ -458,6 +463,7 @@ func (g *Gateway) logAccess(st *state, route string, status int) {
 		slog.Int64("bytes", st.rec.bytes.Load()),
 		slog.Duration("duration", time.Since(st.ex.Start)),
 		slog.String("upstream", cmp.Or(st.upstream, upstreamGateway)), // no target tried: the gateway answered
-		slog.String("client", st.ex.ClientIP.String()),
+		slog.String("client", st.ex.ClientIP.String())},
+		client...)...,
 	)
 }

@@ -33,7 +33,9 @@ routes:
 		t.Errorf("access line %v", line)
 	}
 
-	// A browser gets a page; everything in it is escaped.
+	// A browser gets a page; everything in it is escaped (the id of a trusted
+	// proxy is the request's, and shown).
+	gw = newTestGateway(t, r, "127.0.0.1/32")
 	res, body = gw.do(t, "GET", "nope.test", "/", http.Header{
 		"Accept":       {"text/html,application/xhtml+xml,*/*;q=0.8"},
 		"X-Request-Id": {"<b>id</b>"},
@@ -77,13 +79,17 @@ routes:
 `, map[string]string{"B": b.URL}, nil)
 	gw := newTestGateway(t, r)
 
+	viaProxy := newTestGateway(t, r, "127.0.0.1/32") // the test's client is a trusted proxy
+
+	// sane: a token the request may be known by (the client's id in the access
+	// log; the request's id when a trusted proxy sent it).
 	cases := []struct {
 		name string
 		sent []string
-		keep bool
+		sane bool
 	}{
-		{"sane id kept", []string{"abc-123_~!"}, true},
-		{"128 chars kept", []string{strings.Repeat("a", 128)}, true},
+		{"sane id", []string{"abc-123_~!"}, true},
+		{"128 chars", []string{strings.Repeat("a", 128)}, true},
 		{"none", nil, false},
 		{"empty", []string{""}, false},
 		{"too long", []string{strings.Repeat("a", 129)}, false},
@@ -93,27 +99,36 @@ routes:
 		{"twice", []string{"a", "b"}, false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := http.Header{}
-			if tc.sent != nil {
-				h["X-Request-Id"] = tc.sent
-			}
-			res, body := gw.do(t, "GET", "a.test", "/", h, nil)
-			got := res.Header.Values("X-Request-Id")
-			if len(got) != 1 || got[0] != body {
-				t.Fatalf("client got %q, backend got %q: want one id, the same", got, body)
-			}
-			if tc.keep {
-				if got[0] != tc.sent[0] {
-					t.Errorf("id %q, want the client's %q", got[0], tc.sent[0])
+		for _, trusted := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/trusted=%v", tc.name, trusted), func(t *testing.T) {
+				g := map[bool]*testGateway{false: gw, true: viaProxy}[trusted]
+				h := http.Header{}
+				if tc.sent != nil {
+					h["X-Request-Id"] = tc.sent
 				}
-				return
-			}
-			u, err := uuid.Parse(got[0])
-			if err != nil || u.Version() != 7 {
-				t.Errorf("id %q is not a UUIDv7", got[0])
-			}
-		})
+				res, body := g.do(t, "GET", "a.test", "/", h, nil)
+				got := res.Header.Values("X-Request-Id")
+				if len(got) != 1 || got[0] != body {
+					t.Fatalf("client got %q, backend got %q: want one id, the same", got, body)
+				}
+				line := g.accessLine(t, got[0])
+				if trusted && tc.sane {
+					if got[0] != tc.sent[0] || line["client_request_id"] != nil {
+						t.Errorf("id %q (client_request_id %v), want the trusted proxy's %q", got[0], line["client_request_id"], tc.sent[0])
+					}
+					return
+				}
+				if u, err := uuid.Parse(got[0]); err != nil || u.Version() != 7 {
+					t.Errorf("id %q is not a UUIDv7 of the gateway's", got[0])
+				}
+				switch {
+				case tc.sane && line["client_request_id"] != tc.sent[0]:
+					t.Errorf("access line's client_request_id %v, want the client's %q", line["client_request_id"], tc.sent[0])
+				case !tc.sane && line["client_request_id"] != nil:
+					t.Errorf("access line's client_request_id %v for an id that is not a sane token", line["client_request_id"])
+				}
+			})
+		}
 	}
 }
 
@@ -136,9 +151,9 @@ routes:
 	}
 	line := gw.accessLine(t, "log-1")
 	want := map[string]any{
-		"msg": "access", "level": "INFO", "node": "n1", "request_id": "log-1", "route": "a", "method": "POST",
-		"host": "a.test:8080", "path": "/p/x", "status": int64(200), "bytes": int64(12), "upstream": b.URL,
-		"client": "127.0.0.1",
+		"msg": "access", "level": "INFO", "node": "n1", "request_id": res.Header.Get("X-Request-Id"), "client_request_id": "log-1",
+		"route": "a", "method": "POST", "host": "a.test:8080", "path": "/p/x", "status": int64(200), "bytes": int64(12),
+		"upstream": b.URL, "client": "127.0.0.1",
 	}
 	for k, v := range want {
 		if line[k] != v {

@@ -298,13 +298,14 @@ func (tg *testGateway) do(t testing.TB, method, host, path string, header http.H
 	return res, string(b)
 }
 
-// accessLine waits for the access line of request id.
+// accessLine waits for the access line of request id: the gateway's id, or the
+// X-Request-Id the client sent (its client_request_id).
 func (tg *testGateway) accessLine(t testing.TB, id string) map[string]any {
 	t.Helper()
 	var line map[string]any
 	testwait.For(t, 5*time.Second, "access line of "+id, func() bool {
 		for _, r := range tg.logs.find("access") {
-			if r["request_id"] == id {
+			if r["request_id"] == id || r["client_request_id"] == id {
 				line = r
 				return true
 			}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -108,7 +109,9 @@ routes:
     plugins: [{plugin: test_park, config: `+cfg+`}]
 `, map[string]string{"B": backend}, map[string]any{"lot": lot})
 	logs := &logSink{}
-	g := NewGateway(GatewayOptions{Logger: slog.New(logs)})
+	// The test's clients are trusted proxies: the X-Request-Id each sends is
+	// its request's id, which the test's plugin records.
+	g := NewGateway(GatewayOptions{Logger: slog.New(logs), TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	g.Swap(r)
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 5 * time.Second}
 	g.EnableParking(srv)

@@ -130,8 +130,10 @@ func (c ProvisionContext) Service(name string) (any, bool) {
 type Exchange struct {
 	// Request is the request as the gateway received it.
 	Request *http.Request
-	// ID is the request id: the client's X-Request-Id when it is a sane token,
-	// otherwise a new UUIDv7. It is sent to the backend and back to the client.
+	// ID is the request id: the X-Request-Id of a trusted proxy
+	// (node.trusted_proxies) when it is a sane token, otherwise a new UUIDv7 (the
+	// id another client sent is only logged, as client_request_id). It is sent
+	// to the backend and back to the client.
 	ID string
 	// Route is the matched route.
 	Route *Route

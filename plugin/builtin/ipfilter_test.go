@@ -126,8 +126,9 @@ func TestIPFilter_DeniedRequestsGet403(t *testing.T) {
 	denied := serve(t, routeWith(b.URL, IPFilterID, `{deny: [127.0.0.0/8]}`))
 	res := get(t, denied, http.Header{"X-Request-Id": {"ipf-1"}})
 	body, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 403 || string(body) != `{"error":"access denied","request_id":"ipf-1"}`+"\n" ||
-		res.Header.Get("X-Request-Id") != "ipf-1" || res.Header.Get("Content-Type") != "application/json" {
+	id := res.Header.Get("X-Request-Id") // the gateway's own: the client's is not taken
+	if res.StatusCode != 403 || string(body) != `{"error":"access denied","request_id":"`+id+`"}`+"\n" ||
+		id == "" || id == "ipf-1" || res.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("denied: %d %q %v", res.StatusCode, body, res.Header)
 	}
 	if calls.Load() != 0 {
