@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/reapergw/reaper/internal/clusterenv"
@@ -20,32 +19,12 @@ import (
 // Part I: leader churn under CPU load (issue 20, item 10). Two clusters of three
 // reaper nodes run side by side on loopback, one with the Raft timeouts reaper
 // had before (heartbeat and election 500 ms, lease 250 ms), one with today's
-// defaults, while another process keeps busy loops on every core (burnEnv: the
-// bench's own binary, started again). Each cluster serves an awake app
+// defaults, while another process keeps busy loops on every core
+// (clusterenv.BurnEnv: the bench's own binary, started again). Each cluster serves an awake app
 // throughout (a request every 50 ms through a node's gateway), and the bench
 // counts the leaders each cluster elects in a fixed window: every "this node is
 // the leader" line of its nodes, and the Raft terms it went through. Both
 // clusters meet the same load at the same time, so the two figures compare.
-
-// burnEnv, set in the environment of the bench's own binary, makes it a CPU
-// burner of that many busy goroutines instead of the bench.
-const burnEnv = "REAPER_BENCH_BURN"
-
-// burn spins n goroutines until the process is killed.
-func burn(n int) {
-	runtime.GOMAXPROCS(n)
-	var sink atomic.Uint64
-	for range n {
-		go func() {
-			for i := uint64(0); ; i++ {
-				if i%(1<<20) == 0 {
-					sink.Add(1)
-				}
-			}
-		}()
-	}
-	select {}
-}
 
 // oldTimeouts are the Raft timeouts of reaper before issue 20, not configurable then.
 var oldTimeouts = clusterenv.ClusterConfig{HeartbeatTimeout: "500ms", ElectionTimeout: "500ms", LeaderLeaseTimeout: "250ms"}
@@ -146,7 +125,9 @@ func runChurn(ctx context.Context, e *env) ([]verdict, error) {
 		return nil, err
 	}
 	e.progressf("I: burning %d cores with %d busy goroutines for %s; counting elections", runtime.NumCPU(), burners, window)
-	burner, err := clusterenv.StartProcess(e.clean, "cpu burner", []string{self}, append(os.Environ(), burnEnv+"="+strconv.Itoa(burners)),
+	// The burner at the bench's priority, the nodes under churnNice: the same
+	// load whoever runs the bench (BurnerArgs would raise a root's burner).
+	burner, err := clusterenv.StartProcess(e.clean, "cpu burner", []string{self}, append(os.Environ(), clusterenv.BurnEnv+"="+strconv.Itoa(burners)),
 		filepath.Join(e.tmp, "burner.log"))
 	if err != nil {
 		return nil, err

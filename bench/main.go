@@ -31,7 +31,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,9 +39,7 @@ import (
 )
 
 func main() {
-	if n, err := strconv.Atoi(os.Getenv(burnEnv)); err == nil && n > 0 {
-		burn(n) // part I's CPU load: this binary, started again by the bench
-	}
+	clusterenv.BurnIfAsked() // part I's CPU load: this binary, started again by the bench
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

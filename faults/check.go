@@ -68,6 +68,8 @@ var invariants = []invariant{
 	{"every other answer the documented one", checkOtherAnswers},
 	{"every wake ask served, or an Error with its cause", checkAsksServed},
 	{"one leader, statuses match the platform within 30 s", checkConverged},
+	{"a wake asked once redis-server is back (killed mid-step) answered within 8 s", checkWakeAfterStoreBack},
+	{"no election during a CPU load burst", checkNoElectionInCPUBurst},
 }
 
 // check runs every invariant on the observation.
@@ -152,7 +154,7 @@ var killed = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm}
 // redisDown reports whether redis-server was down at some moment of [from, to].
 func (o *observation) redisDown(from, to time.Time) bool {
 	for _, inj := range o.injections {
-		if inj.fault.kind == kindRedis && !inj.at.After(to) && !inj.end.Before(from) {
+		if (inj.fault.kind == kindRedis || inj.fault.kind == kindRedisMidStep) && !inj.at.After(to) && !inj.end.Before(from) {
 			return true
 		}
 	}
