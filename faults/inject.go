@@ -98,6 +98,7 @@ func (in *injector) strike(ctx context.Context, f fault) injection {
 		in.api.Lock()
 		defer in.api.Unlock()
 	}
+	inj.at = time.Now() // it strikes now, whatever it waited for
 	switch f.kind {
 	case kindLeaderKill:
 		in.leaderKill(ctx, &inj)

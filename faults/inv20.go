@@ -31,7 +31,11 @@ func checkWakeAfterStoreBack(o *observation, c *checkResult) {
 			c.undecided++ // never sent: every node was down
 			continue
 		}
-		if o.otherFault(inj, inj.end, inj.end.Add(wakeAfterStoreBound)) {
+		until := inj.end.Add(wakeAfterStoreBound)
+		if !r.headers.IsZero() && r.headers.Before(until) {
+			until = r.headers // a fault after the answer delayed nothing
+		}
+		if o.otherFault(inj, inj.end, until) {
 			c.exempt++
 			continue
 		}

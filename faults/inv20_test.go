@@ -34,6 +34,10 @@ func TestCheckWakeAfterStoreBack(t *testing.T) {
 	if c := judge(checkWakeAfterStoreBack, midStep(27).fault(kindPaaS5xx, -1, 16, 20)); len(c.violations) != 0 || c.exempt != 1 {
 		t.Errorf("the platform failing meanwhile: %+v", c)
 	}
+	// A fault that began after the answer delayed nothing: still judged.
+	if c := judge(checkWakeAfterStoreBack, midStep(19).fault(kindPaaS5xx, -1, 20, 22)); c.exempt != 0 || c.checked != 1 {
+		t.Errorf("the platform failing after the answer: %+v", c)
+	}
 	// Another app's crash costs this wake nothing: still judged.
 	o := midStep(27)
 	o.injections = append(o.injections, injection{fault: fault{kind: kindAppCrash, at: 2}, node: -1, app: 1, at: sec(16), end: sec(16)})
