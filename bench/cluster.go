@@ -47,7 +47,7 @@ func runCluster(ctx context.Context, e *env) ([]verdict, error) {
 		rounds, asks = 2, 5
 	}
 	e.progressf("G: starting redis-server, the fake Clever Cloud with %d sleeping apps, and 3 reaper nodes", asks)
-	c, err := newBenchCluster(ctx, e, redisBin, clusterSpec{dir: "cluster", apps: asks, route: clusterRoute})
+	c, err := newBenchCluster(ctx, e, redisBin, clusterSpec{dir: "cluster", apps: asks, route: clusterRoute, tweak: fastFailover})
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,10 @@ type clusterSpec struct {
 	// apiLatency, when not zero, puts a slowAPI with that latency per call
 	// between the nodes and the fake's API.
 	apiLatency time.Duration
+	// tweak, when set, changes each node's configuration before it is written.
+	tweak func(*clusterenv.Node, *clusterenv.Config)
+	// prefix runs each node under this command (such as nice -n 10).
+	prefix []string
 }
 
 // newBenchCluster starts redis-server, the fake with the spec's sleeping apps, and
@@ -95,8 +99,11 @@ func newBenchCluster(ctx context.Context, e *env, redisBin string, spec clusterS
 	if err != nil {
 		return nil, err
 	}
+	for _, n := range nodes {
+		n.Prefix = spec.prefix
+	}
 	c.Cluster = clusterenv.New(e.reaperBin, params.AdminToken, e.clean, nodes)
-	if err := c.WriteConfigs(params, nil); err != nil {
+	if err := c.WriteConfigs(params, spec.tweak); err != nil {
 		return nil, err
 	}
 	if err := c.Start(ctx); err != nil {

@@ -89,7 +89,7 @@ func runLeaderKill(ctx context.Context, e *env) ([]verdict, error) {
 	r := killResult{redis: clusterenv.RedisVersion(redisBin), seed: seed, planned: n, schedule: killSchedule(seed, n, killWindow)}
 	e.progressf("H: starting redis-server, the fake Clever Cloud with %d sleeping apps, and 3 reaper nodes (seed %d)", n, seed)
 	began := time.Now()
-	c, err := newBenchCluster(ctx, e, redisBin, clusterSpec{dir: "leaderkill", apps: n, route: killRoute, apiLatency: killAPILatency})
+	c, err := newBenchCluster(ctx, e, redisBin, clusterSpec{dir: "leaderkill", apps: n, route: killRoute, apiLatency: killAPILatency, tweak: fastFailover})
 	if err != nil {
 		return nil, err
 	}

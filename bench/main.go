@@ -11,6 +11,7 @@
 //	F2. the same with issue 10's Python app (listen backlog 5): peak RSS, release included
 //	G. a cluster of three nodes: leader failover, and a follower's ask to the leader's start call
 //	H. the same cluster's leader killed in the middle of a wake: the time to the held answers, one start
+//	I. leader churn: elections under CPU load, Raft timeouts of before and of now side by side
 //
 // Run it from the repository root: `make bench` (which builds bin/reaper and
 // bin/demoapp first) or `go run ./bench`. The exit status is 0 when every target
@@ -38,6 +39,7 @@ import (
 )
 
 func main() {
+	clusterenv.BurnIfAsked() // part I's CPU load: this binary, started again by the bench
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -55,6 +57,7 @@ var parts = []struct {
 	{"python", "F2", runHeldPython, errNoPython},
 	{"cluster", "G", runCluster, errNoRedis},
 	{"leaderkill", "H", runLeaderKill, errNoRedis},
+	{"churn", "I", runChurn, errNoRedis},
 }
 
 // options are the command line of the bench.

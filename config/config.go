@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/docker"
 	"github.com/reapergw/reaper/paas/process"
@@ -117,6 +118,11 @@ type Cluster struct {
 	// TLS encrypts Raft and the internal API with mutual TLS, and puts the
 	// admin listener on HTTPS. Without it, both travel in plaintext.
 	TLS *ClusterTLS `yaml:"tls"`
+	// Raft's timeouts (docs/cluster.md#raft-timeouts); zero: leader's defaults,
+	// the election and lease following the heartbeat when only it is given.
+	HeartbeatTimeout   conf.Duration `yaml:"heartbeat_timeout"`
+	ElectionTimeout    conf.Duration `yaml:"election_timeout"`
+	LeaderLeaseTimeout conf.Duration `yaml:"leader_lease_timeout"`
 }
 
 // ClusterTLS is the cluster's mutual TLS: this node's certificate and key, and
@@ -320,6 +326,7 @@ func (c *Cluster) Validate(path string, errs *conf.Errors) {
 	if c.Advertise != "" {
 		checkAddr(c.Advertise, conf.Key(path, "advertise"), errs)
 	}
+	c.validateTimeouts(path, errs)
 	seen := map[string]bool{}
 	for i, p := range c.Peers {
 		pp := conf.Index(conf.Key(path, "peers"), i)
@@ -346,5 +353,45 @@ func checkAddr(s, path string, errs *conf.Errors) {
 	}
 	if strings.ContainsAny(host, " /") {
 		errs.Add(path, "%s has no valid host", strconv.Quote(s))
+	}
+}
+
+// Bounds of the Raft timeouts: below the lower one, Raft refuses to run (or a
+// machine's hiccup is an election); above the upper one a bare number was
+// likely meant in milliseconds ("500" is 500 s).
+const (
+	minRaftTimeout = 10 * time.Millisecond
+	maxRaftTimeout = time.Minute
+)
+
+// validateTimeouts checks the Raft timeouts as the node will use them (zeros
+// filled as leader.Timeouts does): each in bounds, the lease not past the
+// heartbeat, the election not under it.
+func (c *Cluster) validateTimeouts(path string, errs *conf.Errors) {
+	given := []struct {
+		key string
+		d   time.Duration
+	}{{"heartbeat_timeout", c.HeartbeatTimeout.D()}, {"election_timeout", c.ElectionTimeout.D()}, {"leader_lease_timeout", c.LeaderLeaseTimeout.D()}}
+	ok := true
+	for _, g := range given {
+		switch {
+		case g.d == 0:
+		case g.d < minRaftTimeout:
+			errs.Add(conf.Key(path, g.key), "%s is under %s (0 or absent: the default)", g.d, minRaftTimeout)
+			ok = false
+		case g.d > maxRaftTimeout:
+			errs.Add(conf.Key(path, g.key), "%s is over %s: a bare number is seconds (write 500ms for milliseconds)", g.d, maxRaftTimeout)
+			ok = false
+		}
+	}
+	if !ok {
+		return
+	}
+	hb, el, lease := leader.Timeouts(c.HeartbeatTimeout.D(), c.ElectionTimeout.D(), c.LeaderLeaseTimeout.D())
+	if lease > hb {
+		errs.Add(conf.Key(path, "leader_lease_timeout"), "%s must not exceed the heartbeat timeout (%s): a leader must hear from a majority within its lease", lease, hb)
+	}
+	if el < hb {
+		errs.Add(conf.Key(path, "election_timeout"), "%s must not be under the heartbeat timeout (%s)", el, hb)
 	}
 }

@@ -121,6 +121,16 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`store.driver: must be valkey in a cluster: the nodes share their state through it`,
 			`paas.driver: process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud, or docker engines every node reaches)`,
 		}},
+		{"cluster timeouts out of bounds", "store: {driver: valkey, address: '127.0.0.1:6379'}\ncluster: {raft_listen: '127.0.0.1:7000', secret: 0123456789abcdef, heartbeat_timeout: 5ms, election_timeout: 500}", []string{
+			`cluster.heartbeat_timeout: 5ms is under 10ms (0 or absent: the default)`,
+			`cluster.election_timeout: 8m20s is over 1m0s: a bare number is seconds (write 500ms for milliseconds)`,
+			`paas.driver: process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud, or docker engines every node reaches)`,
+		}},
+		{"cluster timeouts inconsistent", "store: {driver: valkey, address: '127.0.0.1:6379'}\ncluster: {raft_listen: '127.0.0.1:7000', secret: 0123456789abcdef, heartbeat_timeout: 1s, election_timeout: 500ms, leader_lease_timeout: 2s}", []string{
+			`cluster.leader_lease_timeout: 2s must not exceed the heartbeat timeout (1s): a leader must hear from a majority within its lease`,
+			`cluster.election_timeout: 500ms must not be under the heartbeat timeout (1s)`,
+			`paas.driver: process runs apps on one machine, which no other node can see: a cluster needs a shared platform (clevercloud, or docker engines every node reaches)`,
+		}},
 		{"unknown top-level key", "rotues: []", []string{
 			`rotues: unknown key (did you mean "routes"?)`,
 		}},

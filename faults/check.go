@@ -70,6 +70,8 @@ var invariants = []invariant{
 	{"an app in Error left alone until sleep --force, then stopped once", checkErrorForced},
 	{"one leader, statuses match the platform within 30 s", checkConverged},
 	{"a killed node shown unreachable by /api/cluster within 5 s", checkDeadNodeShown},
+	{"a wake asked once redis-server is back (killed mid-step) answered within 8 s", checkWakeAfterStoreBack},
+	{"no election during a CPU load burst", checkNoElectionInCPUBurst},
 }
 
 // check runs every invariant on the observation.
@@ -154,7 +156,7 @@ var killed = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindOpe
 // redisDown reports whether redis-server was down at some moment of [from, to].
 func (o *observation) redisDown(from, to time.Time) bool {
 	for _, inj := range o.injections {
-		if inj.fault.kind == kindRedis && !inj.at.After(to) && !inj.end.Before(from) {
+		if (inj.fault.kind == kindRedis || inj.fault.kind == kindRedisMidStep) && !inj.at.After(to) && !inj.end.Before(from) {
 			return true
 		}
 	}

@@ -38,12 +38,19 @@ const (
 	// kindErrorForced makes an app's start fail, so that it goes to Error,
 	// then puts it to sleep as an operator would (sleep --force).
 	kindErrorForced faultKind = "app start fails: Error, sleep --force"
+	// kindRedisMidStep kills redis-server while the leader's step of a wake
+	// waits on a slow platform (its lock release then fails), restarts it, and
+	// asks a wake of the app at once (issue 20, item 9).
+	kindRedisMidStep faultKind = "redis-server SIGKILL mid-step, wake"
+	// kindCPUBurst loads every core with busy loops for a while (issue 20,
+	// item 10).
+	kindCPUBurst faultKind = "CPU load burst on the nodes"
 )
 
 // allKinds lists the kinds in the report's order.
 var allKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition, kindRedis,
 	kindPaaS5xx, kindPaaS429, kindPaaS429Retry, kindPaaS403, kindPaaSSlow, kindPaaSTimeout, kindAppCrash, kindStopAfterWake,
-	kindErrorForced, kindOperatorKill}
+	kindErrorForced, kindOperatorKill, kindRedisMidStep, kindCPUBurst}
 
 var (
 	nodeKinds = []faultKind{kindLeaderKill, kindFollowerKill, kindNodeTerm, kindPartition}
@@ -121,6 +128,7 @@ func newSchedule(seed uint64, d time.Duration, apps int) schedule {
 		s.faults = append(s.faults, fault{at: between(3*time.Second, d-8*time.Second), kind: kindOperatorKill,
 			lasts: between(3*time.Second, 5*time.Second), node: rng.IntN(clusterSize)})
 	}
+	s.faults = append(s.faults, planIssue20(rng, d, apps, between)...)
 	slices.SortStableFunc(s.faults, func(a, b fault) int { return int(a.at - b.at) })
 	s.traffic = planTraffic(rand.New(rand.NewPCG(seed, 0x7a11c)), d, apps)
 	return s
@@ -141,6 +149,8 @@ func (f fault) describe() string {
 		fmt.Fprintf(&b, " n%d, for %s", f.node+1, f.lasts.Round(100*time.Millisecond))
 	case kindRedis:
 		fmt.Fprintf(&b, " down %s", f.lasts.Round(100*time.Millisecond))
+	case kindRedisMidStep:
+		fmt.Fprintf(&b, " app %d, killed %s into its wake's step, down %s", f.app, f.after.Round(time.Millisecond), f.lasts.Round(100*time.Millisecond))
 	case kindAppCrash:
 		fmt.Fprintf(&b, " app %d (or the next one awake)", f.app)
 	case kindStopAfterWake:
@@ -155,4 +165,23 @@ func (f fault) describe() string {
 		fmt.Fprintf(&b, " for %s", f.lasts.Round(100*time.Millisecond))
 	}
 	return b.String()
+}
+
+// planIssue20 plans one redis-server kill in the middle of a step and one CPU
+// burst, when the schedule has room for them (not in the 15 s schedules of the
+// tests, whose seeds stay as they were). Drawn after every other fault, so the
+// others of a seed stay as they were too.
+func planIssue20(rng *rand.Rand, d time.Duration, apps int, between func(lo, hi time.Duration) time.Duration) []fault {
+	var out []fault
+	if d >= 25*time.Second {
+		// after: from the wake's request to the kill, inside the first slow
+		// observation (midStepSlow); lasts: past the step's failed writes and
+		// its release's retries.
+		out = append(out, fault{at: between(3*time.Second, d-18*time.Second), kind: kindRedisMidStep, app: rng.IntN(apps),
+			after: between(300*time.Millisecond, 800*time.Millisecond), lasts: between(4500*time.Millisecond, 6*time.Second)})
+	}
+	if d >= 20*time.Second {
+		out = append(out, fault{at: between(2*time.Second, d-12*time.Second), kind: kindCPUBurst, lasts: between(5*time.Second, 10*time.Second)})
+	}
+	return out
 }

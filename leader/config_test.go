@@ -93,14 +93,15 @@ func TestTimeouts(t *testing.T) {
 	for _, tc := range []struct {
 		in, want [3]time.Duration // heartbeat, election, lease
 	}{
-		{[3]time.Duration{}, [3]time.Duration{ms(500), ms(500), ms(250)}},
+		{[3]time.Duration{}, [3]time.Duration{ms(2000), ms(2000), ms(1000)}},
 		{[3]time.Duration{ms(100), 0, 0}, [3]time.Duration{ms(100), ms(100), ms(50)}},
 		{[3]time.Duration{ms(2000), 0, 0}, [3]time.Duration{ms(2000), ms(2000), ms(1000)}},
 		{[3]time.Duration{0, ms(200), 0}, [3]time.Duration{ms(200), ms(200), ms(100)}},
-		{[3]time.Duration{0, ms(900), 0}, [3]time.Duration{ms(500), ms(900), ms(250)}},
+		{[3]time.Duration{0, ms(900), 0}, [3]time.Duration{ms(900), ms(900), ms(450)}},
+		{[3]time.Duration{0, ms(3000), 0}, [3]time.Duration{ms(2000), ms(3000), ms(1000)}},
 		{[3]time.Duration{ms(300), ms(600), ms(100)}, [3]time.Duration{ms(300), ms(600), ms(100)}},
 	} {
-		h, e, l := timeouts(tc.in[0], tc.in[1], tc.in[2])
+		h, e, l := Timeouts(tc.in[0], tc.in[1], tc.in[2])
 		if got := [3]time.Duration{h, e, l}; got != tc.want {
 			t.Errorf("timeouts%v = %v, want %v", tc.in, got, tc.want)
 		}

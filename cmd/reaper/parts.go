@@ -289,6 +289,10 @@ func (p *parts) joinCluster(_ context.Context, cfg *config.Config) error {
 		TLS:        p.clusterTLS,
 		DataDir:    cfg.Node.DataDir,
 		Logger:     p.log.With("part", "raft"),
+
+		HeartbeatTimeout:   c.HeartbeatTimeout.D(),
+		ElectionTimeout:    c.ElectionTimeout.D(),
+		LeaderLeaseTimeout: c.LeaderLeaseTimeout.D(),
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)

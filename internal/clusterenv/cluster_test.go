@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reapergw/reaper/config"
 )
@@ -26,7 +27,9 @@ func TestClusterNodeConfig_LoadsWithReapersOwnLoader(t *testing.T) {
 			route("c1", "c1.test", "app_00000000-0000-4000-8000-000000000002", "http://127.0.0.1:21010"),
 		}}
 	dir := t.TempDir()
-	path, err := WriteConfig(dir, ClusterNodeConfig(nodes[1], nodes, p))
+	cfg := ClusterNodeConfig(nodes[1], nodes, p)
+	cfg.Cluster.HeartbeatTimeout, cfg.Cluster.ElectionTimeout, cfg.Cluster.LeaderLeaseTimeout = "500ms", "600ms", "250ms"
+	path, err := WriteConfig(dir, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +49,9 @@ func TestClusterNodeConfig_LoadsWithReapersOwnLoader(t *testing.T) {
 	}
 	if got.Cluster == nil || got.Cluster.RaftListen != "127.0.0.1:21003" || len(got.Cluster.Peers) != 3 || got.Cluster.Peers[2].APIAddr != "127.0.0.1:21006" {
 		t.Errorf("cluster: %+v", got.Cluster)
+	}
+	if c := got.Cluster; c == nil || c.HeartbeatTimeout.D() != 500*time.Millisecond || c.ElectionTimeout.D() != 600*time.Millisecond || c.LeaderLeaseTimeout.D() != 250*time.Millisecond {
+		t.Errorf("cluster timeouts: %+v", got.Cluster)
 	}
 	if got.PaaS.Driver != "clevercloud" || got.PaaS.CleverCloud == nil || got.PaaS.CleverCloud.APIURL != p.BridgeURL {
 		t.Errorf("paas: %+v", got.PaaS)

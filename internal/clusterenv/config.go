@@ -83,6 +83,10 @@ type ClusterConfig struct {
 	RaftListen string       `yaml:"raft_listen"`
 	Secret     string       `yaml:"secret"`
 	Peers      []PeerConfig `yaml:"peers"`
+	// Raft's timeouts; empty: reaper's defaults.
+	HeartbeatTimeout   string `yaml:"heartbeat_timeout,omitempty"`
+	ElectionTimeout    string `yaml:"election_timeout,omitempty"`
+	LeaderLeaseTimeout string `yaml:"leader_lease_timeout,omitempty"`
 }
 
 // PeerConfig is one of cluster.peers.
