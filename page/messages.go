@@ -19,7 +19,8 @@ type Messages struct {
 	DefaultApp   string // the name shown when the app has none, capitalised for the start of a heading
 	Lead         string // why the app sleeps and what the page does
 	GoingToSleep string // status WaitingForShutdown
-	Waking       string // statuses Down and WaitingForUp
+	Waking       string // statuses Down and WaitingForUp, while the app's usual boot time is not known
+	WakingETA    string // the same once it is known: no guess of how long, the ETA line below says it
 	Almost       string // the gateway lets polls through, the app does not answer yet
 	Error        string // status Error
 	Elapsed      string // seconds waited; holds PlaceholderSeconds
@@ -50,6 +51,7 @@ var locales = []Locale{
 		Lead:          "The application was put to sleep because nobody was using it. This page opens it as soon as it is ready.",
 		GoingToSleep:  "Going to sleep, will wake up right after.",
 		Waking:        "Waking up. This can take a minute or two.",
+		WakingETA:     "Waking up.",
 		Almost:        "Almost ready: the application is starting.",
 		Error:         "The application could not be started. This page keeps checking and opens it once it answers.",
 		Elapsed:       "Waiting for {n} s",
@@ -74,6 +76,7 @@ var locales = []Locale{
 		Lead:          "L’application a été mise en veille faute d’utilisation. Cette page l’ouvrira dès qu’elle sera prête.",
 		GoingToSleep:  "Mise en veille en cours, elle se réveillera juste après.",
 		Waking:        "Réveil en cours. Cela peut prendre une minute ou deux.",
+		WakingETA:     "Réveil en cours.",
 		Almost:        "Presque prête : l’application démarre.",
 		Error:         "L’application n’a pas pu démarrer. Cette page continue de vérifier et l’ouvrira dès qu’elle répondra.",
 		Elapsed:       "En attente depuis {n} s",
@@ -98,6 +101,7 @@ var locales = []Locale{
 		Lead:          "Die Anwendung wurde schlafen gelegt, weil sie niemand genutzt hat. Diese Seite öffnet sie, sobald sie bereit ist.",
 		GoingToSleep:  "Wird gerade schlafen gelegt und gleich danach wieder geweckt.",
 		Waking:        "Wird geweckt. Das kann ein bis zwei Minuten dauern.",
+		WakingETA:     "Wird geweckt.",
 		Almost:        "Fast bereit: Die Anwendung startet.",
 		Error:         "Die Anwendung konnte nicht gestartet werden. Diese Seite prüft weiter und öffnet sie, sobald sie antwortet.",
 		Elapsed:       "Wartezeit: {n} s",
@@ -122,6 +126,7 @@ var locales = []Locale{
 		Lead:          "La aplicación se puso en reposo porque nadie la usaba. Esta página la abrirá en cuanto esté lista.",
 		GoingToSleep:  "Entrando en reposo; se despertará justo después.",
 		Waking:        "Despertando. Puede tardar uno o dos minutos.",
+		WakingETA:     "Despertando.",
 		Almost:        "Casi lista: la aplicación se está iniciando.",
 		Error:         "No se pudo iniciar la aplicación. Esta página sigue comprobando y la abrirá en cuanto responda.",
 		Elapsed:       "Esperando desde hace {n} s",
@@ -146,6 +151,7 @@ var locales = []Locale{
 		Lead:          "L’applicazione è stata sospesa perché nessuno la usava. Questa pagina la aprirà appena sarà pronta.",
 		GoingToSleep:  "Sospensione in corso; si risveglierà subito dopo.",
 		Waking:        "Risveglio in corso. Può richiedere un paio di minuti.",
+		WakingETA:     "Risveglio in corso.",
 		Almost:        "Quasi pronta: l’applicazione si sta avviando.",
 		Error:         "Impossibile avviare l’applicazione. Questa pagina continua a controllare e la aprirà appena risponderà.",
 		Elapsed:       "In attesa da {n} s",
@@ -170,6 +176,7 @@ var locales = []Locale{
 		Lead:          "A aplicação foi colocada em repouso porque ninguém a usava. Esta página vai abri-la assim que estiver pronta.",
 		GoingToSleep:  "Entrando em repouso; vai acordar logo em seguida.",
 		Waking:        "Acordando. Isso pode levar um ou dois minutos.",
+		WakingETA:     "Acordando.",
 		Almost:        "Quase pronta: a aplicação está iniciando.",
 		Error:         "Não foi possível iniciar a aplicação. Esta página continua verificando e vai abri-la assim que responder.",
 		Elapsed:       "Aguardando há {n} s",
@@ -194,6 +201,7 @@ var locales = []Locale{
 		Lead:          "De applicatie is in slaap gebracht omdat niemand haar gebruikte. Deze pagina opent haar zodra ze klaar is.",
 		GoingToSleep:  "Gaat nu slapen en wordt direct daarna weer gewekt.",
 		Waking:        "Wordt gewekt. Dit kan een à twee minuten duren.",
+		WakingETA:     "Wordt gewekt.",
 		Almost:        "Bijna klaar: de applicatie start op.",
 		Error:         "De applicatie kon niet worden gestart. Deze pagina blijft controleren en opent haar zodra ze antwoordt.",
 		Elapsed:       "Wacht al {n} s",
@@ -218,6 +226,7 @@ var locales = []Locale{
 		Lead:          "Aplikacja została uśpiona, bo nikt z niej nie korzystał. Ta strona otworzy ją, gdy tylko będzie gotowa.",
 		GoingToSleep:  "Trwa usypianie; zaraz potem nastąpi wybudzenie.",
 		Waking:        "Trwa wybudzanie. Może to potrwać minutę lub dwie.",
+		WakingETA:     "Trwa wybudzanie.",
 		Almost:        "Prawie gotowe: aplikacja się uruchamia.",
 		Error:         "Nie udało się uruchomić aplikacji. Ta strona nadal sprawdza i otworzy ją, gdy tylko zacznie odpowiadać.",
 		Elapsed:       "Czekanie: {n} s",
@@ -242,6 +251,7 @@ var locales = []Locale{
 		Lead:          "利用がなかったため、アプリケーションはスリープしていました。準備ができしだい、このページから自動的に開きます。",
 		GoingToSleep:  "スリープ処理中です。完了後すぐに起動します。",
 		Waking:        "起動しています。1〜2分かかることがあります。",
+		WakingETA:     "起動しています。",
 		Almost:        "まもなく準備完了です。アプリケーションが起動中です。",
 		Error:         "アプリケーションを起動できませんでした。このページは確認を続け、応答があればすぐに開きます。",
 		Elapsed:       "待機時間 {n} 秒",
@@ -266,6 +276,7 @@ var locales = []Locale{
 		Lead:          "由于长时间无人使用，该应用已进入休眠。准备就绪后，本页面会自动打开它。",
 		GoingToSleep:  "正在进入休眠，完成后将立即唤醒。",
 		Waking:        "正在唤醒，可能需要一两分钟。",
+		WakingETA:     "正在唤醒。",
 		Almost:        "即将就绪：应用正在启动。",
 		Error:         "应用无法启动。本页面会继续检查，一旦应用响应便立即打开。",
 		Elapsed:       "已等待 {n} 秒",
@@ -290,6 +301,7 @@ var locales = []Locale{
 		Lead:          "وُضع التطبيق في وضع السكون لعدم استخدامه. ستفتحه هذه الصفحة فور جاهزيته.",
 		GoingToSleep:  "جارٍ إدخاله في وضع السكون، وسيُوقَظ مباشرةً بعد ذلك.",
 		Waking:        "جارٍ الإيقاظ. قد يستغرق ذلك دقيقة أو دقيقتين.",
+		WakingETA:     "جارٍ الإيقاظ.",
 		Almost:        "أوشك على الجاهزية: التطبيق قيد التشغيل.",
 		Error:         "تعذّر تشغيل التطبيق. تواصل هذه الصفحة التحقق وستفتحه فور استجابته.",
 		Elapsed:       "مدة الانتظار: {n} ثانية",
@@ -314,6 +326,7 @@ var locales = []Locale{
 		Lead:          "היישום הועבר למצב שינה כי איש לא השתמש בו. דף זה יפתח אותו ברגע שיהיה מוכן.",
 		GoingToSleep:  "עובר למצב שינה, ויתעורר מיד לאחר מכן.",
 		Waking:        "מתעורר. זה עשוי לקחת דקה או שתיים.",
+		WakingETA:     "מתעורר.",
 		Almost:        "כמעט מוכן: היישום עולה.",
 		Error:         "לא ניתן היה להפעיל את היישום. דף זה ממשיך לבדוק ויפתח אותו ברגע שיגיב.",
 		Elapsed:       "זמן המתנה: {n} שניות",

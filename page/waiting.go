@@ -149,9 +149,13 @@ func (w Waiting) retrySeconds() string {
 	return strconv.Itoa(int(math.Ceil(w.RetryAfter.Seconds())))
 }
 
-// etaState is the initial data-eta of the page: "late" when the wake runs longer than usual.
+// etaState is the initial data-eta of the page: "none" while no boot was measured (the status line then
+// says how long a wake may take), "late" when the wake runs longer than usual, else "usual".
 func etaState(p Progress) string {
-	if p.Late() {
+	switch {
+	case p.ETA <= 0:
+		return "none"
+	case p.Late():
 		return "late"
 	}
 	return "usual"

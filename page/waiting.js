@@ -39,7 +39,7 @@
 		var e = $("reaper-eta"), bar = $("reaper-bar");
 		if (!e || !p) return;
 		e.hidden = !p.eta_ms;
-		if (!p.eta_ms) return;
+		if (!p.eta_ms) return d.setAttribute("data-eta", "none");
 		var n = e.querySelectorAll(".eta-n"), s = String(Math.ceil(p.eta_ms / 1000));
 		var waited = base ? Date.now() - base : 0, late = base && waited > p.eta_ms;
 		// Only what changed: the text of a node that is read out must not churn.

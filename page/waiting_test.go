@@ -327,6 +327,6 @@ func ExampleRenderWaiting() {
 	if err != nil {
 		return
 	}
-	fmt.Println(bytes.Contains(page, []byte(`<html lang="fr" dir="ltr" data-state="waiting" data-status="Down" data-eta="usual">`)))
+	fmt.Println(bytes.Contains(page, []byte(`<html lang="fr" dir="ltr" data-state="waiting" data-status="Down" data-eta="none">`)))
 	// Output: true
 }

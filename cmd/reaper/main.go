@@ -209,6 +209,15 @@ func checkCmd(args []string, env func(string) (string, bool), stdout, stderr io.
 		printConfigErrors(stderr, *path, err)
 		return exitCode(1)
 	}
+	if problem := dataDirProblem(cfg.Node.DataDir); problem != "" {
+		fmt.Fprintf(stderr, "%s: 1 problem:\n  node.data_dir: %s (serve creates it and writes its state there)\n", *path, problem)
+		return exitCode(1)
+	}
+	if empty, err := emptyFile(*path); err == nil && empty {
+		fmt.Fprintf(stderr, "%s: warning: the file is empty: every setting is its default, and without routes the gateway answers 404 to every request\n", *path)
+	} else if len(cfg.Routes) == 0 {
+		fmt.Fprintf(stderr, "%s: warning: no routes: the gateway answers 404 to every request\n", *path)
+	}
 	routes := "routes"
 	if len(cfg.Routes) == 1 {
 		routes = "route"
