@@ -88,7 +88,8 @@ func TestClusterCmd_RefusesAnAdminListenerOutsideTheClusterCA(t *testing.T) {
 	}
 }
 
-// The probed status says which member does not answer and why, the others'
+// The probed status says which member does not answer, why and when it last
+// answered the node asked, the others'
 // round trip, role and last contact, and a member that sees another leader.
 func TestPrintStatus_ProbedMembers(t *testing.T) {
 	ms := func(v int64) *int64 { return &v }
@@ -98,7 +99,7 @@ func TestPrintStatus_ProbedMembers(t *testing.T) {
 		{ID: "n2", RaftAddr: "10.0.0.2:7000", APIAddr: "10.0.0.2:9090", Voter: true,
 			Probe: &leader.Probe{Reachable: true, RTTMS: 1.25, Self: &leader.Self{ID: "n2", State: leader.StateFollower, Term: 4, LeaderID: "n1", LastContactMS: ms(35)}}},
 		{ID: "n3", RaftAddr: "10.0.0.3:7000", APIAddr: "10.0.0.3:9090", Voter: true,
-			Probe: &leader.Probe{Error: "dial tcp 10.0.0.3:9090: connect: connection refused"}},
+			Probe: &leader.Probe{Error: "dial tcp 10.0.0.3:9090: connect: connection refused", LastAnswerMS: ms(41200)}},
 		{ID: "n4", RaftAddr: "10.0.0.4:7000", APIAddr: "10.0.0.4:9090", Voter: true,
 			Probe: &leader.Probe{Reachable: true, RTTMS: 3, Self: &leader.Self{ID: "n4", State: leader.StateCandidate, Term: 5, LastContactMS: ms(4200)}}},
 	}}
@@ -112,7 +113,7 @@ n2  10.0.0.2:7000  10.0.0.2:9090  true   false   ok           1.2ms  follower   
 n3  10.0.0.3:7000  10.0.0.3:9090  true   false   unreachable  -      -          -
 n4  10.0.0.4:7000  10.0.0.4:9090  true   false   ok           3.0ms  candidate  4.2s ago
 
-n3: dial tcp 10.0.0.3:9090: connect: connection refused
+n3: dial tcp 10.0.0.3:9090: connect: connection refused (last answered 41.2s ago)
 n4: sees leader - at term 5
 `
 	if b.String() != want {
