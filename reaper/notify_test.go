@@ -71,7 +71,16 @@ func TestNotify_ActionsStatusesWakeAndHoldExpiry(t *testing.T) {
 		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
 
 		// A held request wakes the app: the first answer is told with every phase.
-		r := do(context.Background(), p, apiRequest("GET", "/"), true)
+		// The platform finishes the start only once the request waits: a start
+		// that finished between the request's ask and its hold would find the
+		// app ready, and the request would not be a held one.
+		fake.Manual = true
+		held := make(chan result, 1)
+		go func() { held <- do(context.Background(), p, apiRequest("GET", "/"), true) }()
+		settle()
+		fake.FinishStart("app")
+		fake.Manual = false
+		r := <-held
 		if r.answer != nil {
 			t.Fatalf("held request: %d, want it let through", r.status())
 		}
