@@ -65,7 +65,7 @@ func askFor(action, id string, form url.Values) (question, detail string, ok boo
 		return "Wake " + id + " now?", "It starts as if a request had come for it.", true
 	case "sleep":
 		if form.Get("force") != "" {
-			return "Put " + id + " to sleep now, even if held?", "Its hold and keep-up range are overridden; requests still open are never cut: it stops once they end.", true
+			return "Put " + id + " to sleep now, even if held, in Error or stuck?", "Its hold and keep-up range are overridden, and an app in Error or stuck waking is stopped; requests still open are never cut: it stops once they end.", true
 		}
 		return "Put " + id + " to sleep now?", "It stops once no request is open, and wakes again on the next one.", true
 	case "hold":

@@ -161,7 +161,7 @@
 		var q = form.getAttribute("data-confirm"), sel = $("select[name=duration]", form);
 		if (sel) q = q.replace("{duration}", sel.options[sel.selectedIndex].text.replace(/^for /, ""));
 		var force = $("input[name=force]", form);
-		if (force && force.checked) q = q.replace(/\?$/, ", even if held?");
+		if (force && force.checked) q = q.replace(/\?$/, ", even if held, in Error or stuck?");
 		return q;
 	}
 	function send(form) {

@@ -66,7 +66,8 @@ func testStartFailed(t *testing.T, h Harness) {
 	skipUnless(t, h.Failing.ID != "", "the harness has no app whose start fails (Failing)")
 	app := h.Failing
 	began := time.Now()
-	switch err := h.Client.Start(t.Context(), app); {
+	err := h.Client.Start(t.Context(), app)
+	switch {
 	case err == nil:
 		// Accepted: the failure shows in the deployment.
 	case errors.Is(err, paas.ErrStartFailed):
@@ -92,6 +93,11 @@ func testStartFailed(t *testing.T, h Harness) {
 	}
 	if dep.State != paas.DeploymentFail || dep.Action != actionDeploy {
 		t.Errorf("%s: a start that fails: last %s, want FAIL DEPLOY", app, describeDep(dep))
+	}
+	// Exited says the app ran (reaper starts it again): never for a start that
+	// could not run at all.
+	if err != nil && dep.Exited {
+		t.Errorf("%s: a start refused with %v: its FAIL deployment says Exited, want not (the app never ran)", app, err)
 	}
 	waitState(t, h, app, paas.StateShouldBeDown, paas.StateWantsToBeUp)
 	checkCount(t, h.Running, app, "instances running after a start that failed", 0)

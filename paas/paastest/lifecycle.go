@@ -164,9 +164,14 @@ func testStoppedOutside(t *testing.T, h Harness) {
 	skipUnless(t, h.StopOutside != nil, "the harness cannot stop an app from outside (StopOutside)")
 	app := h.Apps[0]
 	startUp(t, h, app)
+	upAt := time.Now()
 	h.StopOutside(t, app)
 	// The observation follows the platform, not what the client last did.
-	waitState(t, h, app, paas.StateShouldBeDown, paas.StateShouldBeUp)
+	obs := waitState(t, h, app, paas.StateShouldBeDown, paas.StateShouldBeUp)
+	// How it ended, when the driver tells: this exit, not an earlier one.
+	if e := obs.Exit; e != nil && (e.At.Before(upAt.Add(-slack)) || e.At.After(time.Now()) || e.Status == "") {
+		t.Errorf("%s: stopped from outside: Exit %+v, want one dated since it came up (%s), saying how", app, *e, upAt.Format(time.RFC3339Nano))
+	}
 	checkCount(t, h.Running, app, "instances running after a stop from outside", 0)
 	// And the next request wakes it.
 	began := time.Now()
