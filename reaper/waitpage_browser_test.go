@@ -17,6 +17,7 @@ import (
 	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/paastest"
+	"github.com/reapergw/reaper/page"
 	"github.com/reapergw/reaper/plugin"
 )
 
@@ -232,9 +233,10 @@ func evalText(t *testing.T, p *chrometest.Page, js string) string {
 	return fmt.Sprint(v)
 }
 
-// With the live progress, the page reaches the app within 300 ms of the
-// requests for it going through (the app up, no ready delay): no poll interval
-// lost.
+// With the live progress, the page reaches the app as soon as the requests for
+// it go through (the app up, no ready delay), not at its next poll: well within
+// one poll interval. (How fast, in milliseconds, is a speed figure: it is logged
+// here, and a timed bound on a shared, loaded machine would only be noise.)
 func TestWaitingPage_ReachesTheAppWithinMillisecondsOfReady(t *testing.T) {
 	b := chrometest.Start(t)
 	rig := newPageRig(t, "", `{app_id: app, ready_delay: 0s, fail_timeout: 60s}`, nil)
@@ -255,8 +257,8 @@ func TestWaitingPage_ReachesTheAppWithinMillisecondsOfReady(t *testing.T) {
 	}
 	lag := loads[0].at.Sub(rig.upSeen())
 	t.Logf("the page reached the app %v after the node saw it up", lag)
-	if lag > 300*time.Millisecond {
-		t.Errorf("the page reached the app %v after it was ready, want within 300 ms", lag)
+	if lag >= page.DefaultPollInterval/2 {
+		t.Errorf("the page reached the app %v after it was ready, want well within its poll interval (%v): did it wait for a poll?", lag, page.DefaultPollInterval)
 	}
 }
 
@@ -311,8 +313,11 @@ func TestWaitingPage_ShowsTheLearnedETA(t *testing.T) {
 				t.Errorf("usual boot shown as %q s, want 1", got)
 			}
 			if o.lang == "en" {
-				if got := evalText(t, p, `document.querySelector("#reaper-eta p").innerText`); got != "Usually ready in about 1 s" {
-					t.Errorf("ETA line %q", got)
+				// Read together: on a loaded machine the page may open after this
+				// wake already ran past the usual second, and say so (checked below).
+				got := evalText(t, p, `document.documentElement.dataset.eta + ": " + document.querySelector("#reaper-eta p").innerText`)
+				if got != "usual: Usually ready in about 1 s" && got != "late: Taking longer than usual (usually about 1 s)" {
+					t.Errorf("ETA state and line %q", got)
 				}
 			} else {
 				got := evalText(t, p, `[getComputedStyle(document.getElementById("reaper-bar")).direction,
