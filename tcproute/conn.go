@@ -165,6 +165,9 @@ func (r *route) holdThenDial(ctx context.Context, c *conn, deadline time.Time) (
 	done, err := r.app.Hold(ctx, deadline)
 	r.held.Add(-1)
 	c.held += time.Since(heldAt)
+	if ctx.Err() == nil {
+		r.s.observer.TCPHeldWait(r.cfg.ID, time.Since(heldAt))
+	}
 	if err != nil {
 		return nil, holdEnd(err)
 	}
@@ -302,6 +305,7 @@ func (r *route) closeAll() {
 
 // logEnd writes the connection's access log line.
 func (r *route) logEnd(c *conn, how string) {
+	r.s.observer.TCPConnectionEnded(r.cfg.ID, how, c.in, c.out)
 	r.s.log.Info("tcp connection", "route", r.cfg.ID, "app", r.cfg.AppID, "client", c.client.RemoteAddr().String(),
 		"bytes_in", c.in, "bytes_out", c.out, "held", c.held.Round(time.Microsecond),
 		"duration", time.Since(c.start).Round(time.Microsecond), "ended", how)
