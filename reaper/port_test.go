@@ -167,3 +167,33 @@ func TestPort_ARefusedConnectionWakesAnAppThatStoppedBehindReapersBack(t *testin
 		}
 	})
 }
+
+func TestPort_AnsweredEndsTheWakesPhasesOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("db"), "")
+		r := e.claim(config("db"))
+		e.start()
+		defer e.stop()
+		settle()
+		if _, err := r.Hold(context.Background(), time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(40 * time.Millisecond) // the dial after the release
+		r.Answered()
+		r.Answered() // a second connection of the same wake
+		recent, _, cancel := e.engine.events.subscribe(0)
+		cancel()
+		n := 0
+		for _, ev := range recent {
+			if ev.Kind == EventWake && ev.Phases != nil && !ev.Phases.FirstAnswerAt.IsZero() {
+				n++
+				if d := ev.Phases.FirstAnswerAt.Sub(ev.Phases.UpAt); d != 40*time.Millisecond {
+					t.Errorf("first_answer phase = %v, want the 40ms from up to the dial", d)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d wake events with a first answer, want 1: %+v", n, recent)
+		}
+	})
+}

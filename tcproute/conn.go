@@ -177,6 +177,9 @@ func (r *route) holdThenDial(ctx context.Context, c *conn, deadline time.Time) (
 	}
 	target, err := r.dialRetry(ctx, deadline)
 	done(err == nil)
+	if err == nil {
+		r.app.Answered()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, EndClientGone

@@ -35,6 +35,9 @@ type App interface {
 	Begin() (end func(), ok bool)
 	// Touch records that bytes flowed now.
 	Touch()
+	// Answered records that the app took a held connection: the wake's last
+	// phase (once per wake).
+	Answered()
 	// Refused says that the app, believed up, refused a dial; true: it is now
 	// seen asleep (a wake is asked), hold again.
 	Refused(ctx context.Context) bool
