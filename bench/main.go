@@ -11,6 +11,7 @@
 //	F2. the same with issue 10's Python app (listen backlog 5): peak RSS, release included
 //	G. a cluster of three nodes: leader failover, and a follower's ask to the leader's start call
 //	H. the same cluster's leader killed in the middle of a wake: the time to the held answers, one start
+//	T. wake on TCP: a cold Postgres's first answer, a spliced connection's throughput, idle connections' memory
 //
 // Run it from the repository root: `make bench` (which builds bin/reaper and
 // bin/demoapp first) or `go run ./bench`. The exit status is 0 when every target
@@ -55,6 +56,7 @@ var parts = []struct {
 	{"python", "F2", runHeldPython, errNoPython},
 	{"cluster", "G", runCluster, errNoRedis},
 	{"leaderkill", "H", runLeaderKill, errNoRedis},
+	{"tcp", "T", runTCP, errNoPostgres},
 }
 
 // options are the command line of the bench.
