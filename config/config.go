@@ -57,6 +57,11 @@ type Node struct {
 	// MetricsPublic serves /metrics on the admin listener without the admin
 	// token (for a Prometheus that cannot send one).
 	MetricsPublic bool `yaml:"metrics_public"`
+	// MaxWakesPerClient bounds the wakes one client address (an IPv6 /64) may
+	// start per minute on this node; MaxWakesPerMinute those of every client
+	// together. 0: no such bound.
+	MaxWakesPerClient int `yaml:"max_wakes_per_client"`
+	MaxWakesPerMinute int `yaml:"max_wakes_per_minute"`
 
 	trusted []netip.Prefix
 }
@@ -152,6 +157,12 @@ const (
 	StoreValkey       = "valkey"
 )
 
+// DefaultMaxWakesPerClient is node.max_wakes_per_client when the file does
+// not set it: far above what a person wakes (a wake is per app, and a request
+// for an app already waking or up never counts), far below what a script
+// that walks every app of a gateway asks (docs/operations.md, "Wake limits").
+const DefaultMaxWakesPerClient = 30
+
 // Default returns a Config with every default set, as an empty file gives.
 func Default() Config {
 	host, _ := os.Hostname()
@@ -166,6 +177,7 @@ func Default() Config {
 			BodyIdleTimeout:   conf.Duration(60 * time.Second),
 			IdleTimeout:       conf.Duration(120 * time.Second),
 			MaxHeaderBytes:    64 << 10,
+			MaxWakesPerClient: DefaultMaxWakesPerClient,
 		},
 		Reaper: Reaper{
 			JobInterval:  conf.Duration(30 * time.Second),
@@ -226,6 +238,14 @@ func (n *Node) Validate(path string, errs *conf.Errors) {
 	}
 	if n.BodyIdleTimeout <= 0 {
 		errs.Add(conf.Key(path, "body_idle_timeout"), "must be more than 0")
+	}
+	for _, f := range []struct {
+		key string
+		n   int
+	}{{"max_wakes_per_client", n.MaxWakesPerClient}, {"max_wakes_per_minute", n.MaxWakesPerMinute}} {
+		if f.n < 0 {
+			errs.Add(conf.Key(path, f.key), "must be 0 (no limit) or a number of wakes a minute, not %d", f.n)
+		}
 	}
 	n.trusted = n.trusted[:0]
 	for i, s := range n.TrustedProxies {

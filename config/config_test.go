@@ -135,6 +135,15 @@ routes:
 			`routes[0].plugins[0].config.app_id: "wbe" is not an app of paas.apps (did you mean "web"?)`,
 			`routes[0].plugins[1]: is a second reaper plugin on the route (the first is routes[0].plugins[0]): one app per route`,
 		}},
+		{"max_failed_boots out of bounds", `
+paas: {apps: [{id: web, command: [x], ready: {tcp: "127.0.0.1:1"}}, {id: api, command: [x], ready: {tcp: "127.0.0.1:2"}}]}
+routes:
+  - {id: r, frontend: {domains: [a.test]}, backend: {targets: ["http://127.0.0.1:1"]}, plugins: [{plugin: reaper, config: {app_id: web, max_failed_boots: 0}}]}
+  - {id: s, frontend: {domains: [b.test]}, backend: {targets: ["http://127.0.0.1:2"]}, plugins: [{plugin: reaper, config: {app_id: api, max_failed_boots: 101}}]}
+`, []string{
+			`routes[0].plugins[0].config.max_failed_boots: 0 is not from 1 to 100`,
+			`routes[1].plugins[0].config.max_failed_boots: 101 is not from 1 to 100`,
+		}},
 		{"secret value never in an error", "node: {admin_token: [s3cr3t]}", []string{
 			`node.admin_token: must be a string, got a list`,
 		}},

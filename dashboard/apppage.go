@@ -89,16 +89,18 @@ func entryDetail(t reaper.Transition) string {
 	switch {
 	case t.Kind == reaper.EventWake && t.Phases != nil:
 		return phasesText(t.Phases.Durations())
+	case t.Phases != nil: // the change to Up after a wake (reaper.UpPhases)
+		return t.Cause + ": " + phasesText(t.Phases.Durations())
 	case t.Kind == reaper.EventPrewake:
 		return "" // the cause (hit or miss) is in the title
 	}
 	return t.Cause
 }
 
-// mergeWakes keeps one history entry per wake: a wake is written when the
-// platform reports the app up, and again by the first node that answers a held
-// request, with one more phase. The newest entry with the most phases stands
-// for the wake.
+// mergeWakes keeps one wake entry per wake: in a cluster, each node that
+// answered a held request after the wake wrote one (the change to Up, which
+// carries the phases as far as the platform goes, is a change of status and
+// stays). The newest entry with the most phases stands for the wake.
 func mergeWakes(items []reaper.Transition) []reaper.Transition {
 	best := map[int64]int{} // the wake's ask → most phases seen
 	for _, t := range items {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reapergw/reaper/ratelimit"
 )
 
 func TestLogin_SetsASessionCookieByTheRules(t *testing.T) {
@@ -95,7 +97,7 @@ func TestLogin_AttemptsAreRateLimited(t *testing.T) {
 		td.srv.ServeHTTP(w, r)
 		return w
 	}
-	for i := range loginBurst {
+	for i := range ratelimit.DoorBurst {
 		if res := attempt("wrong", "198.51.100.9:1234"); res.Code != http.StatusUnauthorized {
 			t.Fatalf("attempt %d: %d, want 401", i+1, res.Code)
 		}

@@ -18,11 +18,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/reapergw/reaper/internal/httpjson"
+	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/ratelimit"
 
 	"github.com/a-h/templ"
 )
@@ -54,16 +57,25 @@ type Options struct {
 	HeldElsewhere func(ctx context.Context) []NodeHeld
 	// Logger receives sign-ins, sign-outs and refused attempts (never a token).
 	Logger *slog.Logger
+	// Failures is the budget of failed attempts per client that the sign-in
+	// form and the admin API's Bearer token (Guard) take from, shared with
+	// the node's other doors to the token (the waiting page preview); nil:
+	// the dashboard's own (ratelimit.NewDoors).
+	Failures *ratelimit.Failures
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (node.trusted_proxies): failures are counted per client, so that one
+	// bad client behind a proxy does not lock every admin out.
+	TrustedProxies []netip.Prefix
 }
 
 // Dashboard serves the pages. Create it with New.
 type Dashboard struct {
-	opts    Options
-	keys    keyring
-	api     apiClient
-	limiter *limiter
-	log     *slog.Logger
-	mux     *http.ServeMux
+	opts     Options
+	keys     keyring
+	api      apiClient
+	failures *ratelimit.Failures
+	log      *slog.Logger
+	mux      *http.ServeMux
 }
 
 // New returns the dashboard of a node. It starts nothing.
@@ -75,9 +87,13 @@ func New(opts Options) *Dashboard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	failures := opts.Failures
+	if failures == nil {
+		failures = ratelimit.NewDoors(log)
+	}
 	d := &Dashboard{
 		opts: opts, keys: newKeyring(opts.Token), api: apiClient{h: opts.API},
-		limiter: newLimiter(loginBurst, loginRefill, limiterCap), log: log, mux: http.NewServeMux(),
+		failures: failures, log: log, mux: http.NewServeMux(),
 	}
 	d.routes()
 	return d
@@ -169,6 +185,12 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, code int, c t
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// client is the rate-limiting key of the client of r: its address (from
+// X-Forwarded-For when the peer is a trusted proxy), or its /64.
+func (d *Dashboard) client(r *http.Request) string {
+	return ratelimit.Key(plugin.ClientIP(r, d.opts.TrustedProxies))
 }
 
 // wantsJSON reports whether the request comes from the dashboard's script,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/reaper"
 )
 
@@ -276,6 +277,28 @@ func latency(d time.Duration) string {
 		return "under 1 ms"
 	}
 	return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+}
+
+// rtt writes a probe's round trip, given in milliseconds.
+func rtt(ms float64) string {
+	if ms < 1 {
+		return "under 1 ms"
+	}
+	return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+}
+
+// lastAnswer says when an unreachable member last answered this node.
+func lastAnswer(p *leader.Probe) string {
+	if p.LastAnswerMS == nil {
+		return "no answer since this node started"
+	}
+	return "last answered " + span(time.Duration(*p.LastAnswerMS)*time.Millisecond) + " ago"
+}
+
+// probeError is why a member did not answer, without the "dial tcp ADDR: "
+// that repeats the address the row shows: "connect: connection refused".
+func probeError(e, addr string) string {
+	return strings.TrimPrefix(e, "dial tcp "+addr+": ")
 }
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }

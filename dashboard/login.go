@@ -43,13 +43,17 @@ func (d *Dashboard) showLogin(w http.ResponseWriter, r *http.Request, code int, 
 	d.render(w, r, code, loginPage(d.opts.Node, v))
 }
 
-// login checks a sign-in: the attempt is counted against the client's address
-// first, then the form's CSRF token, then the token, compared in constant time.
+// doorSignIn names the sign-in form in the log of failed attempts.
+const doorSignIn = "dashboard sign-in"
+
+// login checks a sign-in: a client that failed too often (here or at another
+// door to the token) is refused first, then the form's CSRF token is checked,
+// then the token, compared in constant time; both failures count against the
+// client's budget.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
-	client := clientKey(r.RemoteAddr)
-	if ok, wait := d.limiter.allow(client, now); !ok {
-		d.log.Warn("dashboard sign-in refused: too many attempts", "client", client)
+	client := d.client(r)
+	if wait, limited := d.failures.Limited(client, doorSignIn, now); limited {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 		d.showLogin(w, r, http.StatusTooManyRequests, loginView{Next: "/",
 			Error: "Too many sign-in attempts from your address. Try again in " + span(wait) + "."})
@@ -63,13 +67,13 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	v := loginView{Next: localPath(r.PostForm.Get("next")), Name: strings.TrimSpace(r.PostForm.Get("name"))}
 	c, err := r.Cookie(loginCookie)
 	if err != nil || !d.keys.macOK("login", c.Value, r.PostForm.Get(csrfField)) {
-		d.log.Warn("dashboard sign-in refused: missing or wrong CSRF token", "client", client)
+		d.failures.Failed(client, doorSignIn, now)
 		v.Error = "This sign-in form has expired (or cookies are off). Try again."
 		d.showLogin(w, r, http.StatusForbidden, v)
 		return
 	}
 	if !d.keys.tokenOK(r.PostForm.Get("token")) {
-		d.log.Warn("dashboard sign-in failed: wrong token", "client", client)
+		d.failures.Failed(client, doorSignIn, now)
 		v.Error = "That is not the admin token of this node."
 		d.showLogin(w, r, http.StatusUnauthorized, v)
 		return
@@ -92,7 +96,7 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 				"This form has expired; reload the page and sign out again.", "/", "Back to the apps"))
 			return
 		}
-		d.log.Info("dashboard sign-out", "client", clientKey(r.RemoteAddr), "name", s.Name)
+		d.log.Info("dashboard sign-out", "client", d.client(r), "name", s.Name)
 	}
 	http.SetCookie(w, cookie(r, SessionCookie, "", 0))
 	http.Redirect(w, r, "/login?out=1", http.StatusSeeOther)
@@ -111,7 +115,7 @@ func (d *Dashboard) checkCSRF(w http.ResponseWriter, r *http.Request, s session)
 		token = r.Header.Get(CSRFHeader)
 	}
 	if !d.keys.csrfOK(s, token) {
-		d.log.Warn("dashboard form refused: missing or wrong CSRF token", "client", clientKey(r.RemoteAddr), "path", r.URL.Path)
+		d.log.Warn("dashboard form refused: missing or wrong CSRF token", "client", d.client(r), "path", r.URL.Path)
 		d.refuse(w, r, s, http.StatusForbidden, "This form has expired or did not come from the dashboard; reload the page and try again.")
 		return false
 	}

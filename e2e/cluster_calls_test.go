@@ -20,10 +20,11 @@ import (
 
 // What the cluster tests ask of the nodes and the apps, and wait for.
 
-// status is GET /api/cluster on the node's admin listener.
+// status is GET /api/cluster?probe=false (the Raft view, at once) on the node's
+// admin listener.
 func (e *clusterEnv) status(n *clusterNode) (leader.Status, error) {
 	var st leader.Status
-	req, _ := http.NewRequest("GET", e.adminURL(n, "/api/cluster"), nil)
+	req, _ := http.NewRequest("GET", e.adminURL(n, "/api/cluster?probe=false"), nil)
 	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
 	resp, err := e.admin.Do(req)
 	if err != nil {
@@ -280,7 +281,7 @@ func internalCall(t *testing.T, n *clusterNode, path, secret string) int {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+n.apiAddr+path, nil)
 	if secret != "" {
-		leader.Sign(req, nil, []byte(secret), time.Now())
+		leader.Sign(req, nil, []byte(secret), n.id, time.Now())
 	}
 	resp, err := clusterClient.Do(req)
 	if err != nil {

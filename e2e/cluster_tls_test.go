@@ -15,13 +15,14 @@ import (
 	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
 )
 
-// adminCall sends a request to a URL of an admin listener, signed with secret when
-// it is not empty, and returns the status and the body.
-func adminCall(t *testing.T, c *http.Client, method, url, secret string) (int, string) {
+// adminCall sends a request to a URL of an admin listener, signed with secret
+// for the node target when secret is not empty, and returns the status and the
+// body.
+func adminCall(t *testing.T, c *http.Client, method, url, secret, target string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, nil)
 	if secret != "" {
-		leader.Sign(req, nil, []byte(secret), time.Now())
+		leader.Sign(req, nil, []byte(secret), target, time.Now())
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -74,20 +75,20 @@ func TestCluster_TLSEncryptsRaftAndTheInternalAPI(t *testing.T) {
 		RootCAs: ca.Pool(), Certificates: []tls.Certificate{cert},
 	}}}
 	ask := e.adminURL(leaderNode, "/internal/asks/x")
-	if code, body := adminCall(t, asNode, "POST", ask, e.secret); code != http.StatusAccepted {
+	if code, body := adminCall(t, asNode, "POST", ask, e.secret, leaderNode.id); code != http.StatusAccepted {
 		t.Errorf("an internal call with a node's certificate, signed: %d %s, want 202", code, body)
 	}
-	if code, body := adminCall(t, e.admin, "POST", ask, e.secret); code != http.StatusForbidden || !strings.Contains(body, "client certificate") {
+	if code, body := adminCall(t, e.admin, "POST", ask, e.secret, leaderNode.id); code != http.StatusForbidden || !strings.Contains(body, "client certificate") {
 		t.Errorf("an internal call without a client certificate: %d %s, want 403", code, body)
 	}
-	if code, body := adminCall(t, asNode, "POST", ask, ""); code != http.StatusUnauthorized {
+	if code, body := adminCall(t, asNode, "POST", ask, "", ""); code != http.StatusUnauthorized {
 		t.Errorf("an internal call with a node's certificate, unsigned: %d %s, want 401", code, body)
 	}
-	if code, _ := adminCall(t, clusterClient, "POST", "http://"+leaderNode.apiAddr+"/internal/asks/x", e.secret); code != http.StatusBadRequest {
+	if code, _ := adminCall(t, clusterClient, "POST", "http://"+leaderNode.apiAddr+"/internal/asks/x", e.secret, leaderNode.id); code != http.StatusBadRequest {
 		t.Errorf("an internal call over plain HTTP: %d, want 400", code)
 	}
 	// Health needs no client certificate.
-	if code, body := adminCall(t, e.admin, "GET", e.adminURL(leaderNode, "/healthz"), ""); code != 200 || body != "ok\n" {
+	if code, body := adminCall(t, e.admin, "GET", e.adminURL(leaderNode, "/healthz"), "", ""); code != 200 || body != "ok\n" {
 		t.Errorf("GET /healthz over HTTPS without a client certificate: %d %q", code, body)
 	}
 

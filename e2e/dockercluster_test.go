@@ -87,7 +87,7 @@ func newDockerCluster(t *testing.T) *dockerCluster {
 
 func (c *dockerCluster) config(n *dockerNode) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `node: {id: %s, listen: "0.0.0.0:8080", admin_listen: "0.0.0.0:9090", admin_token: %s, data_dir: /data, shutdown_timeout: 5s}
+	fmt.Fprintf(&b, `node: {id: %s, listen: "0.0.0.0:8080", admin_listen: "0.0.0.0:9090", admin_token: %s, data_dir: /data, shutdown_timeout: 5s, max_wakes_per_client: 0}
 reaper: {job_interval: 1s, fast_interval: 200ms}
 store: {driver: valkey, address: "redis:6379"}
 cluster:
@@ -118,7 +118,7 @@ routes:
 // status is GET /api/cluster on the node.
 func (c *dockerCluster) status(n *dockerNode) (leader.Status, error) {
 	var st leader.Status
-	req, _ := http.NewRequest("GET", "http://"+n.adminAt+"/api/cluster", nil)
+	req, _ := http.NewRequest("GET", "http://"+n.adminAt+"/api/cluster?probe=false", nil)
 	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
 	resp, err := c.client.Do(req)
 	if err != nil {

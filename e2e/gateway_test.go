@@ -30,6 +30,7 @@ node:
   admin_token: e2e-admin-token-123
   data_dir: %DIR%/data
   shutdown_timeout: 20s
+  max_wakes_per_client: 0 # the tests wake apps again and again from 127.0.0.1
 routes:
 ` + routes
 }

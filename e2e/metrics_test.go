@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,8 +116,8 @@ func TestReaper_MetricsMoveAsDocumented(t *testing.T) {
 		resp.Body.Close()
 	}
 	final := scrape(t, p)
-	if got := series(final, "reaper_requests_total"); got != n+1 { // + the proxied answers' series
-		t.Errorf("after 300 distinct requests, reaper_requests_total has %d series, want %d", got, n+1)
+	if got := series(final, "reaper_requests_total"); got != n { // the proxied answers' series existed from the start
+		t.Errorf("after 300 distinct requests, reaper_requests_total has %d series, want %d", got, n)
 	}
 	if got := final[`reaper_requests_total{answer="proxied",class="api",route="web"}`]; got != 300 {
 		t.Errorf("proxied requests counted %v, want 300", got)
@@ -182,7 +183,57 @@ func TestReaper_MetricsOfHoldsAndSleeps(t *testing.T) {
 	if _, ok := m[`reaper_app_hold_expiry_timestamp_seconds{app="web"}`]; ok {
 		t.Errorf("a forced sleep ended the hold, yet its expiry is still exported")
 	}
-	if _, ok := m[`reaper_savings_total{app="web",currency="EUR"}`]; !ok {
-		t.Errorf("no reaper_savings_total for the app in EUR (the process driver's default currency)")
+	if _, ok := m[`reaper_savings_total{app="web",currency="none"}`]; !ok || series(m, "reaper_savings_total") != 1 {
+		t.Errorf("reaper_savings_total of an app with no price_per_hour: %d series, want one, currency=\"none\"", series(m, "reaper_savings_total"))
+	}
+}
+
+// A freshly started node's first scrape has the series of every configured app,
+// route, webhook and fixed label value, at 0, so that dashboards and alerts see
+// an app before its first wake; an app without a price has currency="none" and
+// one with a price its currency.
+func TestReaper_MetricsExistFromTheFirstScrape(t *testing.T) {
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	defer hook.Close()
+	free, priced := app{id: "web", addr: freeport.Addr(t)}, app{id: "paid", addr: freeport.Addr(t)}
+	cfg := strings.Replace(reaperConfig(free, priced), "  shutdown_timeout: 5s\n", "  shutdown_timeout: 5s\n  admin_token: "+e2eAdminToken+"\n", 1)
+	cfg = strings.Replace(cfg, "    - id: paid\n", "    - id: paid\n      price_per_hour: 0.5\n      currency: USD\n", 1)
+	cfg += "events:\n  webhooks:\n    - {name: ops, url: \"" + hook.URL + "\"}\n"
+	p := startReaper(t, t.TempDir(), cfg)
+
+	m := scrape(t, p)
+	want := []string{
+		`reaper_savings_total{app="web",currency="none"}`,
+		`reaper_savings_total{app="paid",currency="USD"}`,
+		`reaper_saved_seconds_total{app="web"}`,
+		`reaper_held_requests{app="web"}`,
+		`reaper_held_wait_seconds_count{app="web"}`,
+		`reaper_wake_asks_pending{app="web"}`,
+		`reaper_requests_total{answer="timeout",class="api",route="web"}`,
+		`reaper_requests_total{answer="waiting_page",class="browser",route="web"}`,
+		`reaper_requests_total{answer="monitoring",class="monitor",route="paid"}`,
+		`reaper_request_duration_seconds_count{class="api",route="web"}`,
+		`reaper_paas_calls_total{call="start",driver="process",outcome="rate_limited"}`,
+		`reaper_paas_call_duration_seconds_count{call="stop",driver="process"}`,
+		`reaper_webhook_deliveries_total{outcome="dropped",webhook="ops"}`,
+	}
+	for _, id := range []string{"web", "paid"} {
+		for _, cause := range []string{"request", "keep_up", "hold", "prewake", "other"} {
+			want = append(want, `reaper_wakes_total{app="`+id+`",cause="`+cause+`"}`)
+		}
+		for _, cause := range []string{"idle", "operator"} {
+			want = append(want, `reaper_sleeps_total{app="`+id+`",cause="`+cause+`"}`)
+		}
+		for _, phase := range []string{"start_accepted", "platform_up", "first_answer", "total"} {
+			want = append(want, `reaper_wake_duration_seconds_count{app="`+id+`",phase="`+phase+`"}`)
+		}
+	}
+	for _, key := range want {
+		if v, ok := m[key]; !ok || v != 0 {
+			t.Errorf("first scrape: %s = %v (present %v), want 0", key, v, ok)
+		}
+	}
+	if n := series(m, "reaper_savings_total"); n != 2 {
+		t.Errorf("reaper_savings_total has %d series, want one per app", n)
 	}
 }

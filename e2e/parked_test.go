@@ -115,6 +115,7 @@ node:
   admin_token: %s
   data_dir: %%DIR%%/data
   shutdown_timeout: 5s
+  max_wakes_per_client: 0 # the tests wake apps again and again from 127.0.0.1
 reaper:
   job_interval: 1s
   fast_interval: 200ms

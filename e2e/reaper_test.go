@@ -41,6 +41,7 @@ node:
   admin_listen: 127.0.0.1:0
   data_dir: %DIR%/data
   shutdown_timeout: 5s
+  max_wakes_per_client: 0 # the tests wake apps again and again from 127.0.0.1
 reaper:
   job_interval: 1s
   fast_interval: 200ms
@@ -274,7 +275,9 @@ func TestReaper_HoldPastFailTimeoutAnswers504(t *testing.T) {
 }
 
 func TestReaper_AppThatCannotStartGoesToError(t *testing.T) {
-	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "5s", "--fail-after", "200ms"`}
+	// One failed boot is enough to give up: without max_failed_boots, reaper
+	// starts it again 4 times, over 15 s of back-off, before the Error.
+	a := app{id: "web", addr: freeport.Addr(t), flags: `"--boot-delay", "5s", "--fail-after", "200ms"`, plugin: "max_failed_boots: 1"}
 	p := startReaper(t, t.TempDir(), reaperConfig(a))
 	p.waitLog(func(l map[string]any) bool { return l["to"] == "Down" }, 10*time.Second)
 	resp, err := p.request("GET", "web.test", "/", nil)

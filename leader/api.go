@@ -32,11 +32,15 @@ type API struct {
 	// Local serves what another node reads of this one's memory (why an app is
 	// awake), under /internal/local/ with that prefix removed; nil serves none.
 	Local http.Handler
+
+	now func() time.Time // the clock internal calls are checked against; nil: time.Now
 }
 
 // Internal returns the handler of the calls nodes make to each other, signed
-// with the cluster secret (not the admin token). A call whose signature is
-// missing, wrong or outside SignatureWindow gets 401. When the cluster has TLS,
+// with the cluster secret (not the admin token), for this node, and each taken
+// once (see Sign). A call signed for another node gets 421; one whose
+// signature is missing, wrong or outside SignatureWindow gets 401, and so does
+// one whose nonce this node saw already (a replay). When the cluster has TLS,
 // a call must also come over TLS with a client certificate that the CAs signed
 // (the admin listener's AdminConfig checks it when one is sent): one without
 // gets 403, before its signature is looked at.
@@ -72,14 +76,32 @@ func (a *API) Internal() http.Handler {
 	mux.HandleFunc("DELETE /internal/members/{id}", func(w http.ResponseWriter, r *http.Request) {
 		a.removeMember(w, r, false)
 	})
-	secret, needCert := a.Node.cfg.Secret, a.Node.cfg.TLS != nil
+	secret, needCert, self, seen := a.Node.cfg.Secret, a.Node.cfg.TLS != nil, a.Node.cfg.NodeID, a.Node.nonces
+	clock := a.now
+	if clock == nil {
+		clock = time.Now
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if needCert && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
 			httpjson.Error(w, http.StatusForbidden, "internal calls need a client certificate signed by the cluster's CA (cluster.tls.ca)")
 			return
 		}
-		if !Verify(r, secret, time.Now()) {
+		if t := r.Header.Get(HeaderTarget); t != "" && t != self {
+			httpjson.Error(w, http.StatusMisdirectedRequest, "this call was signed for node "+strconv.Quote(t)+"; this is "+strconv.Quote(self))
+			return
+		}
+		now := clock()
+		s, ok := verify(r, secret, self, now)
+		if !ok {
 			httpjson.Error(w, http.StatusUnauthorized, "internal calls must be signed with the cluster secret")
+			return
+		}
+		if !seen.first(s, now) {
+			if a.Logger != nil {
+				a.Logger.Warn("leader: an internal call was refused: its nonce was seen already (a replay)",
+					"method", r.Method, "path", r.URL.Path, "signed_at", s.at, "remote", r.RemoteAddr)
+			}
+			httpjson.Error(w, http.StatusUnauthorized, "this signed call was taken already: every internal call is taken once")
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -89,17 +111,20 @@ func (a *API) Internal() http.Handler {
 // Admin returns the handler of the admin API's cluster part. It does not check
 // who calls: the admin listener puts it behind the admin token.
 //
-//	GET    /api/cluster               members, leader, term; ?probe=true: each member probed (ProbeStatus)
+//	GET    /api/cluster               members, leader, term, each member probed (ProbeStatus: 2 s at most);
+//	                                  ?probe=false: the Raft configuration alone, at once
 //	POST   /api/cluster/members       {"id", "raft_addr", "api_addr"}: add a voter
 //	DELETE /api/cluster/members/{id}  remove a member
 func (a *API) Admin() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/cluster", func(w http.ResponseWriter, r *http.Request) {
-		if probe, _ := strconv.ParseBool(r.URL.Query().Get("probe")); probe {
-			httpjson.Write(w, http.StatusOK, a.Node.ProbeStatus(r.Context()))
+		// Probed unless asked not to: Raft lists a killed member as a voter like
+		// any other, and an operator reading the members must see which answer.
+		if probe, err := strconv.ParseBool(r.URL.Query().Get("probe")); err == nil && !probe {
+			httpjson.Write(w, http.StatusOK, a.Node.Status())
 			return
 		}
-		httpjson.Write(w, http.StatusOK, a.Node.Status())
+		httpjson.Write(w, http.StatusOK, a.Node.ProbeStatus(r.Context()))
 	})
 	mux.HandleFunc("POST /api/cluster/members", func(w http.ResponseWriter, r *http.Request) {
 		a.addMember(w, r, true)
@@ -240,7 +265,7 @@ func (a *API) Gather(ctx context.Context, path string) [][]byte {
 			continue
 		}
 		wg.Go(func() {
-			code, body, err := a.Node.Call(ctx, m.APIAddr, http.MethodGet, path, nil)
+			code, body, err := a.Node.Call(ctx, m.ID, m.APIAddr, http.MethodGet, path, nil)
 			if err != nil || code != http.StatusOK {
 				return
 			}

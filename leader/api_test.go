@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,8 +45,11 @@ type apiCluster struct {
 	*cluster
 	apis map[string]*API
 	srvs map[string]*httptest.Server // each node's API server, by id
-	asks map[string]*askRecorder     // what reached each node's AskHandler
-	logs *logtest.Buffer             // the API's own lines, from every node
+	// front serves each node's API server: the node's API, unless a test put
+	// another handler in front of it.
+	front map[string]*swapHandler
+	asks  map[string]*askRecorder // what reached each node's AskHandler
+	logs  *logtest.Buffer         // the API's own lines, from every node
 }
 
 func newAPICluster(t *testing.T, n int) *apiCluster {
@@ -64,7 +68,7 @@ func newAPIClusterWith(t *testing.T, n int, tlsOf map[string]*TLS) *apiCluster {
 		t.Cleanup(srvs[i].Close)
 		apiAddrs[i] = srvs[i].Listener.Addr().String()
 	}
-	ac := &apiCluster{cluster: newClusterWith(t, apiAddrs, tlsOf), apis: map[string]*API{}, srvs: map[string]*httptest.Server{}, asks: map[string]*askRecorder{}, logs: &logtest.Buffer{}}
+	ac := &apiCluster{cluster: newClusterWith(t, apiAddrs, tlsOf), apis: map[string]*API{}, srvs: map[string]*httptest.Server{}, front: map[string]*swapHandler{}, asks: map[string]*askRecorder{}, logs: &logtest.Buffer{}}
 	for i, p := range ac.peers {
 		ac.asks[p.ID] = &askRecorder{}
 		api := ac.serveAPI(ac.nodes[p.ID], ac.asks[p.ID])
@@ -72,7 +76,9 @@ func newAPIClusterWith(t *testing.T, n int, tlsOf map[string]*TLS) *apiCluster {
 		mux.Handle("/internal/", api.Internal())
 		mux.Handle("/api/cluster", api.Admin())
 		mux.Handle("/api/cluster/", api.Admin())
-		srvs[i].Config.Handler = mux
+		ac.front[p.ID] = &swapHandler{}
+		ac.front[p.ID].set(mux)
+		srvs[i].Config.Handler = ac.front[p.ID]
 		ac.srvs[p.ID] = srvs[i]
 		if tlsOf[p.ID] == nil {
 			srvs[i].Start()
@@ -82,6 +88,15 @@ func newAPIClusterWith(t *testing.T, n int, tlsOf map[string]*TLS) *apiCluster {
 		srvs[i].StartTLS()
 	}
 	return ac
+}
+
+// swapHandler serves with the handler set last; safe to set while it serves.
+type swapHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
+
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.h.Load()).ServeHTTP(w, r)
 }
 
 func (ac *apiCluster) serveAPI(tn *testNode, asks AskHandler) *API {
@@ -107,9 +122,14 @@ func (ac *apiCluster) followers(lead *testNode) []string {
 
 // call runs one request through h. With a secret, the request is signed with it at the given time.
 func call(h http.Handler, method, path, body string, secret []byte, at time.Time) *httptest.ResponseRecorder {
+	return callFor(h, "", method, path, body, secret, at)
+}
+
+// callFor is call, signed (with a secret) for the node target.
+func callFor(h http.Handler, target, method, path, body string, secret []byte, at time.Time) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	if secret != nil {
-		Sign(req, []byte(body), secret, at)
+		Sign(req, []byte(body), secret, target, at)
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -138,13 +158,16 @@ func TestAPI_InternalCallsMustBeSigned(t *testing.T) {
 	h := ac.apis[lead.cfg.NodeID].Internal()
 	unsigned := jsonError("internal calls must be signed with the cluster secret")
 	now := time.Now()
+	call := func(h http.Handler, method, path, body string, secret []byte, at time.Time) *httptest.ResponseRecorder {
+		return callFor(h, lead.cfg.NodeID, method, path, body, secret, at)
+	}
 
 	wantAnswer(t, "no signature", call(h, "POST", "/internal/asks/web", "", nil, now), 401, unsigned)
 	wantAnswer(t, "another secret", call(h, "POST", "/internal/asks/web", "", strangerSecret, now), 401, unsigned)
 	wantAnswer(t, "stale", call(h, "POST", "/internal/asks/web", "", testSecret, now.Add(-SignatureWindow-time.Second)), 401, unsigned)
 	wantAnswer(t, "from the future", call(h, "POST", "/internal/asks/web", "", testSecret, now.Add(SignatureWindow+time.Second)), 401, unsigned)
 	forged := httptest.NewRequest("DELETE", "/internal/members/n1", nil)
-	Sign(forged, nil, testSecret, now)
+	Sign(forged, nil, testSecret, lead.cfg.NodeID, now)
 	forged.URL.Path = "/internal/members/n2"
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, forged)
@@ -171,7 +194,7 @@ func TestAPI_AskReachesTheLeadersJobOnly(t *testing.T) {
 	// Signed internal asks, over the network: a follower refuses, the leader takes it.
 	path := "/internal/asks/" + url.PathEscape("app one")
 	for _, id := range ac.ids() {
-		code, body, err := ac.nodes[id].node.Call(ctx, ac.apiAddr(id), "POST", path, nil)
+		code, body, err := ac.nodes[id].node.Call(ctx, id, ac.apiAddr(id), "POST", path, nil)
 		wantCode, wantBody := 421, jsonError("this node is not the leader")
 		if id == lead.cfg.NodeID {
 			wantCode, wantBody = 202, ""
@@ -224,8 +247,8 @@ func TestAPI_MembersChangeOnTheLeader(t *testing.T) {
 
 	// A node that thought the follower led: refused, not forwarded.
 	internal := ac.apis[follower].Internal()
-	wantAnswer(t, "internal add on a follower", call(internal, "POST", "/internal/members", body, testSecret, time.Now()), 421, notLeader)
-	wantAnswer(t, "internal remove on a follower", call(internal, "DELETE", "/internal/members/n2", "", testSecret, time.Now()), 421, notLeader)
+	wantAnswer(t, "internal add on a follower", callFor(internal, follower, "POST", "/internal/members", body, testSecret, time.Now()), 421, notLeader)
+	wantAnswer(t, "internal remove on a follower", callFor(internal, follower, "DELETE", "/internal/members/n2", "", testSecret, time.Now()), 421, notLeader)
 	if members := lead.node.Status().Members; len(members) != 3 {
 		t.Fatalf("a refused call changed the membership: %v", members)
 	}
@@ -247,7 +270,7 @@ func TestAPI_MembersChangeOnTheLeader(t *testing.T) {
 
 	// An internal call on the leader removes the member.
 	lead, _ = ac.waitAgreement(electionBound, ac.ids()...)
-	rec = call(ac.apis[lead.cfg.NodeID].Internal(), "DELETE", "/internal/members/n4", "", testSecret, time.Now())
+	rec = callFor(ac.apis[lead.cfg.NodeID].Internal(), lead.cfg.NodeID, "DELETE", "/internal/members/n4", "", testSecret, time.Now())
 	st = decodeStatus(t, "internal remove on the leader", rec)
 	if slices.ContainsFunc(st.Members, func(m Member) bool { return m.ID == "n4" }) {
 		t.Errorf("internal remove on the leader: n4 is still a member: %v", st.Members)
@@ -281,7 +304,7 @@ func TestAPI_BadMemberBodyIs400(t *testing.T) {
 		`{"id": "n9", "raft_addr": "127.0.0.1:7009", "api_addr": "127.0.0.1:9009", "voter": true}`,
 	} {
 		wantAnswer(t, "operator add "+body, call(api.Admin(), "POST", "/api/cluster/members", body, nil, time.Time{}), 400, shape)
-		wantAnswer(t, "internal add "+body, call(api.Internal(), "POST", "/internal/members", body, testSecret, time.Now()), 400, shape)
+		wantAnswer(t, "internal add "+body, callFor(api.Internal(), lead.cfg.NodeID, "POST", "/internal/members", body, testSecret, time.Now()), 400, shape)
 	}
 	large := `{"id": "` + strings.Repeat("x", 5000) + `", "raft_addr": "127.0.0.1:7009", "api_addr": "127.0.0.1:9009"}`
 	wantAnswer(t, "operator add, too large", call(api.Admin(), "POST", "/api/cluster/members", large, nil, time.Time{}), 400, jsonError("the body is too large"))
@@ -307,7 +330,7 @@ func TestAPI_NoLeaderKnown(t *testing.T) {
 	body := `{"id": "n9", "raft_addr": "127.0.0.1:7009", "api_addr": "127.0.0.1:9009"}`
 	wantAnswer(t, "operator add", call(api.Admin(), "POST", "/api/cluster/members", body, nil, time.Time{}), 503, noLeader)
 	wantAnswer(t, "operator remove", call(api.Admin(), "DELETE", "/api/cluster/members/n1", "", nil, time.Time{}), 503, noLeader)
-	wantAnswer(t, "internal ask", call(api.Internal(), "POST", "/internal/asks/web", "", testSecret, time.Now()), 421, jsonError("this node is not the leader"))
+	wantAnswer(t, "internal ask", callFor(api.Internal(), "lonely", "POST", "/internal/asks/web", "", testSecret, time.Now()), 421, jsonError("this node is not the leader"))
 
 	local := &askRecorder{}
 	if err := (Asker{Node: lonely.node, Local: local}).Ask(context.Background(), "web"); !errors.Is(err, ErrNoLeader) {
@@ -348,7 +371,7 @@ func TestAPI_ForwardWritesAndGather(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), electionBound)
 	defer cancel()
 	other := ac.followers(lead)[1]
-	code, body, err := ac.nodes[fid].node.Call(ctx, ac.apiAddr(other), "POST", "/internal/admin/api/apps/a/_sleep", nil)
+	code, body, err := ac.nodes[fid].node.Call(ctx, other, ac.apiAddr(other), "POST", "/internal/admin/api/apps/a/_sleep", nil)
 	if err != nil || code != 421 {
 		t.Errorf("a forwarded write on a follower: %d %q %v, want 421", code, body, err)
 	}

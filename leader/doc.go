@@ -15,8 +15,9 @@
 // # HTTP API
 //
 // API serves two things on a node's admin listener: the internal calls other nodes make (wake asks and
-// membership changes, signed with the cluster secret, see Sign and Verify, and with Config.TLS sent over
-// HTTPS with the calling node's certificate), which only the leader takes
+// membership changes, signed with the cluster secret for the node they are for, with a nonce that node
+// takes once, see Sign and Verify, and with Config.TLS sent over HTTPS with the calling node's
+// certificate), which only the leader takes
 // and any other node refuses with 421; and the operator's /api/cluster endpoints, which the admin listener
 // puts behind its token and which a node that does not lead forwards to the leader. Asker is the sending
 // half of wake asks. The package declares AskHandler, the one method of the reaper's job it calls.
@@ -32,7 +33,8 @@
 // other's certificate against the cluster's CAs (the dialer also checks that it names the host dialled),
 // and the challenge–response and Raft's traffic run inside it; internal calls go over HTTPS the same way.
 // Without it, only the opening of a Raft connection is authenticated: Raft traffic is neither encrypted nor
-// integrity-protected after it, and internal calls are signed but readable, so the Raft port and the admin
+// integrity-protected after it, and internal calls are signed but readable (a captured one cannot be
+// replayed: its nonce was taken, and it names the node it was for), so the Raft port and the admin
 // listener must then stay on a private network.
 //
 // # Bootstrap

@@ -10,6 +10,8 @@ import (
 	"hash"
 	"io"
 	"net"
+	"os"
+	"syscall"
 	"time"
 )
 
@@ -89,7 +91,8 @@ func dialHandshake(conn net.Conn, secret []byte, id string, timeout time.Duratio
 // failing, for the log line), authenticated only when err is nil. It blocks until done or until timeout;
 // it clears the deadline on return.
 func acceptHandshake(conn net.Conn, secret []byte, id string, timeout time.Duration) (peerID string, err error) {
-	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+	deadline := time.Now().Add(timeout)
+	if err := conn.SetDeadline(deadline); err != nil {
 		return "", fmt.Errorf("%w: set deadline: %w", ErrHandshake, err)
 	}
 	defer func() {
@@ -102,6 +105,9 @@ func acceptHandshake(conn net.Conn, secret []byte, id string, timeout time.Durat
 	if err != nil {
 		return "", fmt.Errorf("%w: read dialer hello: %w", ErrHandshake, err)
 	}
+	if err := stillWaiting(conn, deadline); err != nil {
+		return peerID, err
+	}
 	nonceL, err := newNonce()
 	if err != nil {
 		return peerID, err
@@ -112,8 +118,9 @@ func acceptHandshake(conn net.Conn, secret []byte, id string, timeout time.Durat
 	var got [macSize]byte
 	if _, err := io.ReadFull(conn, got[:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			// A dialer with another secret hangs up here, after checking our proof.
-			return peerID, fmt.Errorf("%w: dialer hung up before proving the cluster secret (different secret?): %w", ErrHandshake, err)
+			// A dialer with another secret hangs up here, after checking our
+			// proof. (One that gave up waiting hung up before: stillWaiting.)
+			return peerID, fmt.Errorf("%w: dialer hung up after this node's proof, without proving the cluster secret (another cluster secret?): %w", ErrHandshake, err)
 		}
 		return peerID, fmt.Errorf("%w: read dialer proof: %w", ErrHandshake, err)
 	}
@@ -125,6 +132,38 @@ func acceptHandshake(conn net.Conn, secret []byte, id string, timeout time.Durat
 		return peerID, fmt.Errorf("%w: send acknowledgement: %w", ErrHandshake, err)
 	}
 	return peerID, nil
+}
+
+// peekWait is how long stillWaiting looks for a dialer's hang-up.
+const peekWait = time.Millisecond
+
+// stillWaiting checks, before the listener answers, that the dialer still waits
+// for that answer: it sends nothing more until then, so a read finds either
+// nothing (it waits) or its hang-up. A dialer hangs up there when it waited
+// longer than its handshake timeout: this node was paused (SIGSTOP, a frozen VM)
+// or too slow to accept, and answers connections queued while it was. Without
+// this check the hang-up showed later, after this node's proof, where it read as
+// a dialer with another cluster secret. deadline is the handshake's, put back.
+func stillWaiting(conn net.Conn, deadline time.Time) error {
+	if err := conn.SetReadDeadline(time.Now().Add(peekWait)); err != nil {
+		return fmt.Errorf("%w: set deadline: %w", ErrHandshake, err)
+	}
+	var b [1]byte
+	n, err := conn.Read(b[:])
+	if derr := conn.SetReadDeadline(deadline); derr != nil {
+		return fmt.Errorf("%w: set deadline: %w", ErrHandshake, derr)
+	}
+	switch {
+	case n > 0:
+		return fmt.Errorf("%w: dialer sent data before this node's hello", ErrHandshake)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil // it waits
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("%w: dialer had hung up before this node answered its hello: it waited longer than its handshake timeout (was this node paused, or too slow to accept?)", ErrHandshake)
+	case err != nil:
+		return fmt.Errorf("%w: read dialer: %w", ErrHandshake, err)
+	}
+	return nil
 }
 
 // hello encodes version, nonce and id, followed by mac when non-nil. One buffer, one write.

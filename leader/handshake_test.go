@@ -3,6 +3,7 @@ package leader
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -136,10 +137,23 @@ func TestHandshake_ReplayedExchangeRefused(t *testing.T) {
 		t.Fatal(r.err)
 	}
 
-	// Replaying everything the genuine dialer sent fails: the listener's nonce is new.
+	// Replaying everything the genuine dialer sent, each part when the genuine
+	// dialer sent it, fails: the listener's nonce is new. (All at once, it is
+	// refused earlier: a dialer sends nothing before the listener's hello.)
 	d2, l2 := tcpPair(t)
 	res2 := acceptAsync(l2, testSecret, "listener-1", time.Second)
-	if _, err := d2.Write(rec.written.Bytes()); err != nil {
+	sent := rec.written.Bytes()
+	helloLen := helloHeaderSize + len("dialer-1")
+	if _, err := d2.Write(sent[:helloLen]); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readHello(d2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(d2, make([]byte, macSize)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d2.Write(sent[helloLen:]); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-res2; !errors.Is(r.err, ErrHandshake) || !strings.Contains(r.err.Error(), "dialer did not prove") {
@@ -227,5 +241,36 @@ func TestProof_BindsEveryField(t *testing.T) {
 		if bytes.Equal(base, other) {
 			t.Errorf("changing %s gives the same proof", name)
 		}
+	}
+}
+
+// A dialer that gave up waiting (this node was paused: SIGSTOP, then SIGCONT,
+// answers the connections queued meanwhile) had hung up before this node's
+// hello: the error says so, not "another cluster secret". A dialer with
+// another secret hangs up after this node's proof: that error says so.
+func TestHandshake_ADialerThatGaveUpIsNotTakenForAnotherSecret(t *testing.T) {
+	d, l := tcpPair(t)
+	nonce, _ := newNonce()
+	if _, err := d.Write(hello(nonce, "dialer-1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Close() // its handshake timeout passed while this node was paused
+	peer, err := acceptHandshake(l, testSecret, "listener-1", time.Second)
+	if !errors.Is(err, ErrHandshake) || peer != "dialer-1" {
+		t.Fatalf("listener: peer %q, err %v", peer, err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "had hung up before this node answered") || strings.Contains(msg, "secret") {
+		t.Errorf("a dialer that gave up waiting: %q; want it said that it hung up before the answer, nothing of a secret", msg)
+	}
+
+	d, l = tcpPair(t)
+	res := acceptAsync(l, testSecret, "listener-1", time.Second)
+	if _, err := dialHandshake(d, strangerSecret, "dialer-2", time.Second); err == nil {
+		t.Fatal("a dialer with another secret was accepted")
+	}
+	_ = d.Close()
+	r := <-res
+	if r.err == nil || !strings.Contains(r.err.Error(), "another cluster secret") {
+		t.Errorf("a dialer with another secret: %v; want it said", r.err)
 	}
 }

@@ -52,6 +52,7 @@ type Node struct {
 	store  *raftboltdb.BoltStore
 	dir    *directory
 	caller *caller // internal calls to other nodes
+	nonces *nonces // of the internal calls taken, each taken once
 
 	notifyCh  chan bool
 	lead      *leadership
@@ -207,6 +208,7 @@ func newNode(c Config, log *slog.Logger, store *raftboltdb.BoltStore) *Node {
 		store:     store,
 		dir:       newDirectory(c.Peers),
 		caller:    newCaller(c.Secret, c.TLS),
+		nonces:    newNonces(maxNonces),
 		notifyCh:  make(chan bool, notifyBuffer),
 		lead:      newLeadership(),
 		runSem:    make(chan struct{}, 1),

@@ -48,6 +48,11 @@ type Probe struct {
 	Error string `json:"error,omitempty"`
 	// Self is what the member says of itself; nil when it did not say.
 	Self *Self `json:"self,omitempty"`
+	// LastAnswerMS is, for a member that is unreachable now, how long ago, in
+	// milliseconds, it last answered an internal call of this node (a probe, a
+	// forwarded wake ask, a count of held requests); absent when it never did
+	// since this node started.
+	LastAnswerMS *int64 `json:"last_answer_ms,omitempty"`
 }
 
 // Self returns this node's own view: its role, term, leader and, unless it
@@ -94,10 +99,14 @@ func (n *Node) ProbeStatus(ctx context.Context) Status {
 // probe asks the member id at apiAddr for its view.
 func (n *Node) probe(ctx context.Context, id raft.ServerID, apiAddr string) *Probe {
 	begin := time.Now()
-	code, body, err := n.Call(ctx, apiAddr, http.MethodGet, "/internal/self", nil)
+	code, body, err := n.Call(ctx, string(id), apiAddr, http.MethodGet, "/internal/self", nil)
 	p := &Probe{RTTMS: float64(time.Since(begin).Microseconds()) / 1000}
 	if err != nil {
 		p.RTTMS = 0
+		if t, ok := n.caller.answered.Load(apiAddr); ok {
+			ms := time.Since(t.(time.Time)).Milliseconds()
+			p.LastAnswerMS = &ms
+		}
 		if ctx.Err() != nil {
 			p.Error = fmt.Sprintf("no answer within %v", ProbeTimeout)
 		} else if ue := (*url.Error)(nil); errors.As(err, &ue) {

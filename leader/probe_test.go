@@ -11,7 +11,7 @@ import (
 // With a member killed, the probed status still lists it as a voter (Raft does
 // not know it is gone) but says it does not answer, and why; the live members
 // answer with their own view: the follower's last contact from the leader, and
-// the leader as leader. Without ?probe, /api/cluster stays as it was.
+// the leader as leader. With ?probe=false, /api/cluster is the Raft view alone.
 func TestProbeStatus_KilledMemberIsUnreachableLiveOnesSayTheirView(t *testing.T) {
 	ac := newAPICluster(t, 3)
 	lead, term := ac.waitAgreement(electionBound, ac.ids()...)
@@ -67,9 +67,13 @@ func TestProbeStatus_KilledMemberIsUnreachableLiveOnesSayTheirView(t *testing.T)
 		t.Errorf("ProbeStatus took %v, more than ProbeTimeout %v", took, ProbeTimeout)
 	}
 
-	rec = call(ac.apis[lid].Admin(), "GET", "/api/cluster", "", nil, time.Now())
+	rec = call(ac.apis[lid].Admin(), "GET", "/api/cluster?probe=false", "", nil, time.Now())
 	if strings.Contains(rec.Body.String(), `"probe"`) {
-		t.Errorf("GET /api/cluster without ?probe probed:\n%s", rec.Body.String())
+		t.Errorf("GET /api/cluster?probe=false probed:\n%s", rec.Body.String())
+	}
+	rec = call(ac.apis[lid].Admin(), "GET", "/api/cluster", "", nil, time.Now())
+	if !strings.Contains(rec.Body.String(), `"probe"`) {
+		t.Errorf("GET /api/cluster did not probe:\n%s", rec.Body.String())
 	}
 }
 
@@ -85,6 +89,43 @@ func TestProbeStatus_MemberWithAnotherSecretSaysSo(t *testing.T) {
 	for _, m := range ac.nodes[other].node.ProbeStatus(ctx).Members {
 		if m.ID == lead.cfg.NodeID && (m.Probe == nil || !m.Probe.Reachable || m.Probe.Self != nil || !strings.HasPrefix(m.Probe.Error, "answered 401 ")) {
 			t.Errorf("probe signed with another secret: %+v", m.Probe)
+		}
+	}
+}
+
+// A member that answered before it was killed is unreachable with its last
+// answer to this node: the operator sees when it was last heard of, not a
+// healthy follower. A member that answers has no last answer (it is now).
+func TestProbeStatus_KilledMemberSaysWhenItLastAnswered(t *testing.T) {
+	ac := newAPICluster(t, 3)
+	lead, _ := ac.waitAgreement(electionBound, ac.ids()...)
+	followers := ac.followers(lead)
+	dead, live := followers[0], followers[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 4*ProbeTimeout)
+	defer cancel()
+	for _, m := range lead.node.ProbeStatus(ctx).Members {
+		if m.Probe == nil || !m.Probe.Reachable || m.Probe.LastAnswerMS != nil {
+			t.Fatalf("before the kill, member %s: %+v; want reachable, no last answer", m.ID, m.Probe)
+		}
+	}
+	killed := time.Now()
+	ac.stop(dead)
+	ac.srvs[dead].Close()
+
+	for _, m := range lead.node.ProbeStatus(ctx).Members {
+		p := m.Probe
+		switch m.ID {
+		case dead:
+			if p.Reachable || p.LastAnswerMS == nil {
+				t.Fatalf("the killed member %s: %+v; want unreachable with its last answer", dead, p)
+			}
+			if ago := time.Duration(*p.LastAnswerMS) * time.Millisecond; ago < 0 || ago > time.Since(killed)+ProbeTimeout+time.Minute {
+				t.Errorf("the killed member last answered %v ago; it answered the probe before the kill", ago)
+			}
+		case live:
+			if !p.Reachable || p.LastAnswerMS != nil {
+				t.Errorf("the live member %s: %+v; want reachable, no last answer", live, p)
+			}
 		}
 	}
 }

@@ -233,7 +233,7 @@ func TestAPI_TLSInternalCallsNeedAClientCertificateOfTheCA(t *testing.T) {
 	send := func(c *http.Client, method, url string, sign bool) (int, string, error) {
 		req, _ := http.NewRequest(method, url, nil)
 		if sign {
-			Sign(req, nil, testSecret, time.Now())
+			Sign(req, nil, testSecret, "n1", time.Now())
 		}
 		resp, err := c.Do(req)
 		if err != nil {

@@ -40,8 +40,12 @@ var (
 	descTerm   = prometheus.NewDesc("reaper_raft_term", "This node's current Raft term.", nil, nil)
 )
 
-// WatchNode registers the collectors that read n at scrape time.
-func (m *Metrics) WatchNode(n Node) { m.reg.MustRegister(nodeCollector{n}) }
+// WatchNode registers the collectors that read n at scrape time, and has every
+// scrape create the series of the apps n's engine manages.
+func (m *Metrics) WatchNode(n Node) {
+	m.node.Store(&n)
+	m.reg.MustRegister(nodeCollector{n})
+}
 
 type nodeCollector struct{ n Node }
 
@@ -73,8 +77,11 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			cost, _ = c.n.Pricer.Cost(ctx, m.App)
 		}
 		s := reaper.SavingsOf(rec, cost, now)
+		// Unpriced (no price per hour, whatever currency the driver names):
+		// "none", as docs/metrics.md says, so that a sum by currency never
+		// mixes a price with nothing.
 		currency := s.Currency
-		if currency == "" {
+		if s.PricePerHour <= 0 || currency == "" {
 			currency = "none"
 		}
 		ch <- prometheus.MustNewConstMetric(descSavings, prometheus.CounterValue, s.AllTime.Money, id, currency)

@@ -10,6 +10,7 @@ package metrics
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,7 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	heldWait *prometheus.HistogramVec
+	resent   *prometheus.CounterVec
 	wakeDur  *prometheus.HistogramVec
 	wakes    *prometheus.CounterVec
 	sleeps   *prometheus.CounterVec
@@ -50,6 +52,9 @@ type Metrics struct {
 
 	driver string
 	cells  sync.Map // requestKey → *requestCell
+	// node is what WatchNode was given: the apps whose series each scrape
+	// creates (zero.go).
+	node atomic.Pointer[Node]
 }
 
 // requestKey is one series of the request metrics.
@@ -68,6 +73,7 @@ func New(driver string) *Metrics {
 	m.requests = m.counterVec("reaper_requests_total", "Requests on routes, by the reaper's class of request and by how they were answered.", "route", "class", "answer")
 	m.duration = m.histogramVec("reaper_request_duration_seconds", "Time from a request's arrival to the end of its answer.", durationBuckets, "route", "class")
 	m.heldWait = m.histogramVec("reaper_held_wait_seconds", "Time a held request waited for its app before it was released or answered in its place.", durationBuckets, "app")
+	m.resent = m.counterVec("reaper_held_resends_total", "Requests released from a hold sent to their app again, after their connection broke before any byte of the answer (an app that takes connections a moment before it serves them).", "app")
 	m.wakeDur = m.histogramVec("reaper_wake_duration_seconds", "Length of each phase of a wake (start_accepted, platform_up, first_answer; total is from the ask to the first answer).", wakeBuckets, "app", "phase")
 	m.wakes = m.counterVec("reaper_wakes_total", "Starts the platform accepted, by cause (request, keep_up, hold, other). Counted by the leader.", "app", "cause")
 	m.sleeps = m.counterVec("reaper_sleeps_total", "Stops the platform accepted, by cause (idle, operator). Counted by the leader.", "app", "cause")
@@ -77,6 +83,7 @@ func New(driver string) *Metrics {
 	m.storeErr = m.counterVec("reaper_store_errors_total", "Store calls that failed, by operation.", "op")
 	m.webhooks = m.counterVec("reaper_webhook_deliveries_total", "Webhook events by outcome: delivered, retried (an attempt failed), dropped (refused, too old, pushed out of a full queue).", "webhook", "outcome")
 	m.tcp = m.tcpInstruments()
+	m.zeroDriver()
 	return m
 }
 
@@ -101,9 +108,10 @@ func (m *Metrics) histogramVec(name, help string, buckets []float64, labels ...s
 // Registry is where collectors of the binary (the cluster's) register.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Handler serves the registry in the Prometheus text format.
+// Handler serves the registry in the Prometheus text format, with the series
+// of every app the node manages, 0 until they move (zero.go).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return m.zeroing(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 }
 
 // The request classes and answers, as labels.
@@ -143,12 +151,16 @@ func (m *Metrics) ObserveRequest(r plugin.RequestDone) {
 
 var _ plugin.RequestObserver = (*Metrics)(nil)
 var _ reaper.Observer = (*Metrics)(nil)
+var _ reaper.ResendObserver = (*Metrics)(nil)
 var _ webhook.Observer = (*Metrics)(nil)
 
 // HeldWait implements reaper.Observer.
 func (m *Metrics) HeldWait(app string, d time.Duration) {
 	m.heldWait.WithLabelValues(app).Observe(d.Seconds())
 }
+
+// HeldResent implements reaper.ResendObserver.
+func (m *Metrics) HeldResent(app string) { m.resent.WithLabelValues(app).Inc() }
 
 // WakePhase implements reaper.Observer.
 func (m *Metrics) WakePhase(app, phase string, d time.Duration) {

@@ -69,6 +69,12 @@ type Deployment struct {
 	Action string    // DEPLOY, UNDEPLOY, UPSCALE, … (free text for other drivers)
 	At     time.Time // when it began
 	Cause  string    // why it failed, when the platform says
+	// Exited is set on a FAIL deployment whose app ran and exited by itself
+	// before it was ready (Cause says how: its exit status, the end of its
+	// log). Such a failure may well pass (a port still held by the app's last
+	// run, a database not up yet): reaper starts the app again, with a
+	// back-off, where it takes any other failed start as final.
+	Exited bool
 	// Before is the deployment before this one, when the driver read it (nil
 	// otherwise): the platform's own order tells a stop that came after a start
 	// from the stop that came before it, whatever the clocks say.
@@ -87,6 +93,33 @@ type Observation struct {
 	NotShutdownable bool
 	// Name is the app's display name, when the platform has one.
 	Name string
+	// Exit is the app's last exit that no stop asked for (a crash, a kill by
+	// hand), once it had been ready; nil when the driver cannot tell, or the
+	// app never ended that way. reaper counts an exit soon after a wake as a
+	// failed boot (a crash loop).
+	Exit *Exit
+}
+
+// Exit is how and when an app ended by itself.
+type Exit struct {
+	At time.Time
+	// Status says how: "exited with status 3", "killed by signal 9 (SIGKILL)",
+	// perhaps with the end of the app's log.
+	Status string
+}
+
+// ReadinessWaiter is implemented by drivers that probe the readiness of the
+// apps they start until it passes (the process and docker drivers). reaper
+// says whether it still waits for an app: it does not for an app in Error,
+// which nothing but an operator's reset brings back (and the reset looks at
+// it again), so probing it would be load for nothing (a probe every 25 ms,
+// for as long as it stays in Error).
+type ReadinessWaiter interface {
+	// WaitReady pauses (false) or resumes (true) the readiness probes of a
+	// start of the app in progress; probes resume on the schedule of a fresh
+	// start. It never blocks, may be repeated, and does nothing for an app
+	// that is not starting; an app started later is probed as usual.
+	WaitReady(app App, wait bool)
 }
 
 // Client drives one platform. Every method is bounded by its context, safe for

@@ -303,6 +303,33 @@ func TestWaitingPage_InChromium(t *testing.T) {
 		}
 	})
 
+	t.Run("refused by a wake limit: says so, polls nothing, reloads after the wait", func(t *testing.T) {
+		limited := base
+		limited.EventsURL = ""
+		limited.RetryAfter = 2 * time.Second
+		s := newScriptedServer(t, limited, "fr", answer{status: 503, header: http.Header{marker: {"Down"}}})
+		p := openWaiting(t, b, s)
+		fr := locales[1].Messages
+		if got, want := visibleStatus(t, p), strings.Replace(fr.Limited, PlaceholderSeconds, "2", 1); got != want {
+			t.Errorf("status line = %q, want %q", got, want)
+		}
+		if got, want := strings.TrimSpace(evalString(t, p, `document.querySelector("h1").innerText`)), strings.Replace(fr.LimitedTitle, PlaceholderApp, "shop", 1); got != want {
+			t.Errorf("heading = %q, want %q", got, want)
+		}
+		if got := evalString(t, p, `document.title + "|" + getComputedStyle(document.getElementById("reaper-phases")).display + "|" + getComputedStyle(document.getElementById("elapsed")).display + "|" + getComputedStyle(document.querySelector(".sp")).animationName`); got != strings.Replace(fr.LimitedTitle, PlaceholderApp, "shop", 1)+"|none|none|none" {
+			t.Errorf("title, phases, elapsed, spinner = %q: want the limited title, the rest hidden and still", got)
+		}
+		// The reload after 2 s reaches the app (the scripted server's second GET).
+		p.WaitFor(t, `document.getElementById("app") !== null`, waitLong)
+		if n := s.count(http.MethodHead); n != 0 {
+			t.Errorf("%d polls: a page refused by a wake limit must not poll (a poll asks a wake)", n)
+		}
+		reqs := s.requests()
+		if len(reqs) < 2 || reqs[1].at.Sub(reqs[0].at) < 2*time.Second {
+			t.Errorf("the page reloaded too soon: %v", reqs)
+		}
+	})
+
 	t.Run("Arabic page is right to left", func(t *testing.T) {
 		s := newScriptedServer(t, base, "ar", answer{status: 503, header: http.Header{marker: {"Down"}}})
 		p := openWaiting(t, b, s)
@@ -342,19 +369,22 @@ func TestWaitingPage_Screenshots(t *testing.T) {
 		name, lang, status, scheme string
 		width                      int
 		progress                   Progress
+		retry                      time.Duration
 	}{
-		{"en-light", "en", "WaitingForUp", "light", 1000, waking},
-		{"en-first-boot", "en", "Down", "light", 1000, Progress{}},
-		{"ar-light", "ar", "WaitingForUp", "light", 1000, waking},
-		{"en-dark", "en", "WaitingForShutdown", "dark", 1000, Progress{ETA: 9 * time.Second, Samples: 3}},
-		{"en-late-dark", "en", "Up", "dark", 1000, late},
-		{"he-late-dark", "he", "Up", "dark", 1000, late},
-		{"ar-error-dark", "ar", "Error", "dark", 1000, waking},
-		{"de-phone", "de", "WaitingForUp", "light", 375, waking},
+		{"en-light", "en", "WaitingForUp", "light", 1000, waking, 0},
+		{"en-first-boot", "en", "Down", "light", 1000, Progress{}, 0},
+		{"ar-light", "ar", "WaitingForUp", "light", 1000, waking, 0},
+		{"en-dark", "en", "WaitingForShutdown", "dark", 1000, Progress{ETA: 9 * time.Second, Samples: 3}, 0},
+		{"en-late-dark", "en", "Up", "dark", 1000, late, 0},
+		{"he-late-dark", "he", "Up", "dark", 1000, late, 0},
+		{"ar-error-dark", "ar", "Error", "dark", 1000, waking, 0},
+		{"de-phone", "de", "WaitingForUp", "light", 375, waking, 0},
+		{"fr-limited", "fr", "Down", "light", 1000, Progress{}, 42 * time.Second},
+		{"he-limited-dark", "he", "Down", "dark", 375, Progress{}, 42 * time.Second},
 	} {
 		t.Run(shot.name, func(t *testing.T) {
 			w := Waiting{AppName: "my-shop-frontend", Status: shot.status, RequestID: "7f3c9a1e-52b4-4c1d-9e0a-3b8f2d6c41aa",
-				Node: "reaper-node-2", PollInterval: time.Hour, Progress: shot.progress}
+				Node: "reaper-node-2", PollInterval: time.Hour, Progress: shot.progress, RetryAfter: shot.retry}
 			s := newScriptedServer(t, w, shot.lang, answer{status: 503, header: http.Header{marker: {shot.status}}})
 			p := b.NewPage(t)
 			for _, c := range []struct {

@@ -2,6 +2,7 @@ package page
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"html/template"
@@ -28,7 +29,7 @@ type Fields struct {
 	Node string
 	// Lang and Dir are the visitor's language among those of the built-in page (its tag, as for <html
 	// lang>) and its direction (ltr or rtl); Messages the built-in page's texts in that language, and
-	// Title and ErrorTitle its headings with the app's name in (while it wakes, once it failed).
+	// Title and ErrorTitle its headings with the route's name in (while it wakes, once it failed).
 	Lang, Dir         string
 	Messages          Messages
 	Title, ErrorTitle string
@@ -68,7 +69,7 @@ type Phase struct {
 func NewFields(ctx context.Context, w Waiting, acceptLanguage string) (Fields, error) {
 	l := LocaleFor(acceptLanguage)
 	f := Fields{
-		RouteName: w.RouteName, AppName: w.DisplayName(""), AppID: w.AppID,
+		RouteName: w.RouteName, AppName: cmp.Or(w.AppName, w.RouteName), AppID: w.AppID,
 		Status: w.Status, StatusText: StatusText(w.Status), State: w.State(),
 		RequestID: w.RequestID, Node: w.Node,
 		Lang: l.Tag.String(), Dir: l.Dir, Messages: l.Messages,

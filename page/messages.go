@@ -8,7 +8,7 @@ import (
 
 // Placeholders in messages. The value replacing them is escaped like any other text.
 const (
-	PlaceholderApp     = "{app}" // the name of the app (Waiting.DisplayName)
+	PlaceholderApp     = "{app}" // the name in the heading: the route's (Waiting.DisplayName)
 	PlaceholderSeconds = "{n}"   // the seconds waited so far, updated by the page script
 )
 
@@ -35,6 +35,9 @@ type Messages struct {
 	// that it answers), ready.
 	PhaseAsked, PhaseAccepted, PhaseUp, PhaseReady string
 	Seconds                                        string // a phase's time; holds PlaceholderSeconds
+	// LimitedTitle is the heading once a wake limit refused to wake the app for the visitor (holds
+	// PlaceholderApp); Limited says why and when the page tries again (holds PlaceholderSeconds).
+	LimitedTitle, Limited string
 }
 
 // locales is the message table, one entry per language, English first: it is the fallback. The headings put
@@ -61,6 +64,8 @@ var locales = []Locale{
 		PhaseUp:       "Started, waiting for it to answer",
 		PhaseReady:    "Ready",
 		Seconds:       "{n} s",
+		LimitedTitle:  "{app} is still asleep",
+		Limited:       "Too many wake-ups were asked from your address. This page tries again in {n} s.",
 	}},
 	{Tag: language.French, Dir: "ltr", Messages: Messages{
 		Title:         "{app} se réveille",
@@ -83,6 +88,8 @@ var locales = []Locale{
 		PhaseUp:       "Démarrée, en attente de sa réponse",
 		PhaseReady:    "Prête",
 		Seconds:       "{n} s",
+		LimitedTitle:  "{app} est encore en veille",
+		Limited:       "Trop de réveils ont été demandés depuis votre adresse. Cette page réessaie dans {n} s.",
 	}},
 	{Tag: language.German, Dir: "ltr", Messages: Messages{
 		Title:         "{app} wacht auf",
@@ -105,6 +112,8 @@ var locales = []Locale{
 		PhaseUp:       "Gestartet, wartet auf Antwort",
 		PhaseReady:    "Bereit",
 		Seconds:       "{n} s",
+		LimitedTitle:  "{app} schläft noch",
+		Limited:       "Von Ihrer Adresse wurden zu viele Weckvorgänge angefordert. Diese Seite versucht es in {n} s erneut.",
 	}},
 	{Tag: language.Spanish, Dir: "ltr", Messages: Messages{
 		Title:         "{app} se está despertando",
@@ -127,6 +136,8 @@ var locales = []Locale{
 		PhaseUp:       "Iniciada, esperando su respuesta",
 		PhaseReady:    "Lista",
 		Seconds:       "{n} s",
+		LimitedTitle:  "{app} sigue en reposo",
+		Limited:       "Se han solicitado demasiados despertares desde su dirección. Esta página lo reintentará en {n} s.",
 	}},
 	{Tag: language.Italian, Dir: "ltr", Messages: Messages{
 		Title:         "{app} si sta risvegliando",
@@ -149,6 +160,8 @@ var locales = []Locale{
 		PhaseUp:       "Avviata, in attesa di risposta",
 		PhaseReady:    "Pronta",
 		Seconds:       "{n} s",
+		LimitedTitle:  "{app} è ancora in sospensione",
+		Limited:       "Troppi risvegli richiesti dal tuo indirizzo. Questa pagina riproverà tra {n} s.",
 	}},
 	{Tag: language.Portuguese, Dir: "ltr", Messages: Messages{
 		Title:         "{app} está acordando",
@@ -171,6 +184,8 @@ var locales = []Locale{
 		PhaseUp:       "Iniciada, aguardando resposta",
 		PhaseReady:    "Pronta",
 		Seconds:       "{n} s",
+		LimitedTitle:  "{app} ainda está em repouso",
+		Limited:       "Foram solicitados despertares demais a partir do seu endereço. Esta página tentará de novo em {n} s.",
 	}},
 	{Tag: language.Dutch, Dir: "ltr", Messages: Messages{
 		Title:         "{app} wordt gewekt",
@@ -193,6 +208,8 @@ var locales = []Locale{
 		PhaseUp:       "Gestart, wacht op antwoord",
 		PhaseReady:    "Klaar",
 		Seconds:       "{n} s",
+		LimitedTitle:  "{app} slaapt nog",
+		Limited:       "Er zijn te veel wekverzoeken gedaan vanaf uw adres. Deze pagina probeert het over {n} s opnieuw.",
 	}},
 	{Tag: language.Polish, Dir: "ltr", Messages: Messages{
 		Title:         "{app} – trwa wybudzanie",
@@ -215,6 +232,8 @@ var locales = []Locale{
 		PhaseUp:       "Uruchomiona, czeka na odpowiedź",
 		PhaseReady:    "Gotowa",
 		Seconds:       "{n} s",
+		LimitedTitle:  "{app} – nadal w uśpieniu",
+		Limited:       "Z Twojego adresu zażądano zbyt wielu wybudzeń. Ta strona spróbuje ponownie za {n} s.",
 	}},
 	{Tag: language.Japanese, Dir: "ltr", Messages: Messages{
 		Title:         "{app} を起動しています",
@@ -237,6 +256,8 @@ var locales = []Locale{
 		PhaseUp:       "起動済み、応答を待っています",
 		PhaseReady:    "準備完了",
 		Seconds:       "{n} 秒",
+		LimitedTitle:  "{app} はまだスリープ中です",
+		Limited:       "お使いのアドレスからの起動要求が多すぎます。このページは {n} 秒後に再試行します。",
 	}},
 	{Tag: language.SimplifiedChinese, Dir: "ltr", Messages: Messages{
 		Title:         "{app} 正在唤醒",
@@ -259,6 +280,8 @@ var locales = []Locale{
 		PhaseUp:       "已启动，等待响应",
 		PhaseReady:    "已就绪",
 		Seconds:       "{n} 秒",
+		LimitedTitle:  "{app} 仍在休眠",
+		Limited:       "您的地址请求唤醒的次数过多。此页面将在 {n} 秒后重试。",
 	}},
 	{Tag: language.Arabic, Dir: "rtl", Messages: Messages{
 		Title:         "جارٍ إيقاظ {app}",
@@ -281,6 +304,8 @@ var locales = []Locale{
 		PhaseUp:       "بدأ التشغيل، بانتظار استجابته",
 		PhaseReady:    "جاهز",
 		Seconds:       "{n} ث",
+		LimitedTitle:  "{app} لا يزال في وضع السكون",
+		Limited:       "طُلب عدد كبير جدًا من عمليات الإيقاظ من عنوانك. ستعيد هذه الصفحة المحاولة بعد {n} ثانية.",
 	}},
 	{Tag: language.Hebrew, Dir: "rtl", Messages: Messages{
 		Title:         "מעירים את {app}",
@@ -303,6 +328,8 @@ var locales = []Locale{
 		PhaseUp:       "הופעל, ממתין לתגובה",
 		PhaseReady:    "מוכן",
 		Seconds:       "{n} ש׳",
+		LimitedTitle:  "{app} עדיין במצב שינה",
+		Limited:       "התבקשו יותר מדי השכמות מהכתובת שלך. הדף ינסה שוב בעוד {n} שניות.",
 	}},
 }
 

@@ -31,7 +31,8 @@ func TestMessages_EveryLanguageHasEveryMessage(t *testing.T) {
 	}
 
 	placeholders := map[string]string{"Title": PlaceholderApp, "ErrorTitle": PlaceholderApp, "Elapsed": PlaceholderSeconds,
-		"ETA": PlaceholderSeconds, "ETALate": PlaceholderSeconds, "Seconds": PlaceholderSeconds}
+		"ETA": PlaceholderSeconds, "ETALate": PlaceholderSeconds, "Seconds": PlaceholderSeconds,
+		"LimitedTitle": PlaceholderApp, "Limited": PlaceholderSeconds}
 	typ := reflect.TypeOf(Messages{})
 	for _, l := range locales {
 		if l.Dir != "ltr" && l.Dir != "rtl" {
@@ -65,7 +66,8 @@ func TestMessages_TranslatedNotCopied(t *testing.T) {
 	for _, l := range locales[1:] {
 		// Short labels may coincide (Node in Dutch); sentences may not.
 		for _, pair := range [][2]string{{l.Messages.Lead, en.Lead}, {l.Messages.Waking, en.Waking}, {l.Messages.Error, en.Error},
-			{l.Messages.ETA, en.ETA}, {l.Messages.ETALate, en.ETALate}, {l.Messages.PhaseUp, en.PhaseUp}} {
+			{l.Messages.ETA, en.ETA}, {l.Messages.ETALate, en.ETALate}, {l.Messages.PhaseUp, en.PhaseUp},
+			{l.Messages.Limited, en.Limited}, {l.Messages.LimitedTitle, en.LimitedTitle}} {
 			if pair[0] == pair[1] {
 				t.Errorf("%v: %q is the English text", l.Tag, pair[0])
 			}

@@ -67,6 +67,7 @@ type scriptConfig struct {
 	ErrorPoll int64             `json:"errorPoll"`
 	Events    string            `json:"events,omitempty"`
 	Preview   bool              `json:"preview,omitempty"`
+	Retry     int64             `json:"retry,omitempty"` // ms until a page refused by a wake limit reloads
 	Sec       string            `json:"sec"`
 	Hook      map[string]string `json:"hook"`
 	P         json.RawMessage   `json:"p"`
@@ -80,7 +81,8 @@ func Script(w Waiting, l Locale) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, out io.Writer) error {
 		cfg, err := json.Marshal(scriptConfig{
 			Poll: w.pollMillis(), ErrorPoll: w.errorPollMillis(), Events: w.EventsURL, Preview: w.Preview,
-			Sec: l.Messages.Seconds, Hook: hookTexts,
+			Retry: w.RetryAfter.Milliseconds(),
+			Sec:   l.Messages.Seconds, Hook: hookTexts,
 			P: appendProgressJSON(nil, w.Status, w.State(), w.Progress),
 		})
 		if err != nil {

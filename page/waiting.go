@@ -38,6 +38,7 @@ const (
 	StateWaiting = "waiting" // the gateway answers the polls: the app sleeps, goes to sleep or wakes up
 	StateAlmost  = "almost"  // the gateway lets polls through but the app does not answer yet
 	StateError   = "error"   // the app could not be started; the page polls every ErrorPollInterval
+	StateLimited = "limited" // a wake limit refused the wake (Waiting.RetryAfter); the page reloads after it
 )
 
 // ErrRender means the page could not be rendered; it wraps the cause.
@@ -45,10 +46,11 @@ var ErrRender = errors.New("page: render waiting page")
 
 // Waiting is what the waiting page shows. Every string is escaped when rendered.
 type Waiting struct {
-	// RouteName names the route; it is shown when AppName is empty.
+	// RouteName names the route: the heading of the built-in page shows it ("shop is waking up"), as the
+	// reference's default page does, since it is the name the visitor's request went to. When it is empty
+	// the heading shows AppName; when both are, the page says "the application" in its language.
 	RouteName string
-	// AppName is the name shown in the heading. When both names are empty the page says "the
-	// application" in its language.
+	// AppName is the app's name on its platform; custom pages get it as {{app_name}} (Fields.AppName).
 	AppName string
 	// AppID identifies the app for operators' templates and dashboards; the default page does not show
 	// it, since a visitor has no use for it.
@@ -70,6 +72,10 @@ type Waiting struct {
 	// Preview renders the page for a person to look at: it neither polls, nor follows the stream, nor
 	// reloads (no meta refresh either).
 	Preview bool
+	// RetryAfter, when more than 0, says that a wake limit refused to wake the app for this visitor (too
+	// many wakes from its address): the page says so and when it tries again, and reloads itself after
+	// RetryAfter instead of following a wake (StateLimited).
+	RetryAfter time.Duration
 }
 
 // RenderWaiting renders the waiting page in the best language for acceptLanguage (an Accept-Language
@@ -86,9 +92,13 @@ func RenderWaiting(ctx context.Context, w Waiting, acceptLanguage string) ([]byt
 	return buf.Bytes(), nil
 }
 
-// State is the initial data-state of the page for the status: StateError for Error, StateAlmost for Up (the
-// gateway sees the app up, yet answered in its place), StateWaiting for every other status.
+// State is the initial data-state of the page for the status: StateLimited when a wake limit refused the
+// wake, else StateError for Error, StateAlmost for Up (the gateway sees the app up, yet answered in its
+// place), StateWaiting for every other status.
 func (w Waiting) State() string {
+	if w.RetryAfter > 0 {
+		return StateLimited
+	}
 	switch w.Status {
 	case "Error":
 		return StateError
@@ -99,13 +109,13 @@ func (w Waiting) State() string {
 	}
 }
 
-// DisplayName is the name the page shows: AppName, else RouteName, else fallback.
+// DisplayName is the name the page's heading shows: RouteName, else AppName, else fallback.
 func (w Waiting) DisplayName(fallback string) string {
 	switch {
-	case w.AppName != "":
-		return w.AppName
 	case w.RouteName != "":
 		return w.RouteName
+	case w.AppName != "":
+		return w.AppName
 	default:
 		return fallback
 	}
@@ -124,11 +134,19 @@ func (w Waiting) errorPollMillis() int64 {
 // refreshSeconds is the delay of the <noscript> meta refresh: the poll interval of the initial state,
 // rounded up to whole seconds since that is all a meta refresh takes.
 func (w Waiting) refreshSeconds() string {
+	if w.RetryAfter > 0 {
+		return w.retrySeconds()
+	}
 	d := clampInterval(w.PollInterval, DefaultPollInterval)
 	if w.State() == StateError {
 		d = clampInterval(w.ErrorPollInterval, DefaultErrorPollInterval)
 	}
 	return strconv.Itoa(int(math.Ceil(d.Seconds())))
+}
+
+// retrySeconds is RetryAfter in whole seconds, rounded up.
+func (w Waiting) retrySeconds() string {
+	return strconv.Itoa(int(math.Ceil(w.RetryAfter.Seconds())))
 }
 
 // etaState is the initial data-eta of the page: "late" when the wake runs longer than usual.

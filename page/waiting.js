@@ -1,5 +1,6 @@
 (function (C) {
-	// C: poll and errorPoll (ms), events (the live progress stream, or none), preview, sec (a phase's time,
+	// C: poll and errorPoll (ms), events (the live progress stream, or none), preview, retry (ms before a
+	// page refused by a wake limit reloads), sec (a phase's time,
 	// "{n} s"), hook (the texts of #clevercloud-reaper-status by state and status), p (the progress when
 	// the page was rendered, as the stream sends it).
 	var d = document.documentElement, t0 = Date.now(), es = null, timer = 0, over = false, p = C.p, base = 0;
@@ -55,6 +56,11 @@
 	}, 500);
 	if (p) update(p);
 	if (C.preview) return;
+	// A wake limit refused the wake: nothing to follow; the page asks again once the wait is over.
+	if (C.retry) {
+		setTimeout(function () { over = true; location.reload(); }, C.retry);
+		return;
+	}
 
 	// poll sends the reference's HEAD poll to the page's own URL: the gateway's answer (its marker) shows
 	// the status, a 5xx or the 404 of an app with no instance means almost ready, any other answer is

@@ -88,7 +88,7 @@ func TestRenderWaiting_EscapesEverythingTheUserControls(t *testing.T) {
 		}
 	}
 	escaped := html.EscapeString(attack)
-	for _, want := range []string{"app" + escaped, "req" + escaped, "node" + escaped} {
+	for _, want := range []string{"route" + escaped, "req" + escaped, "node" + escaped} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks the escaped %q", want)
 		}
@@ -111,7 +111,7 @@ func TestRenderWaiting_EscapesEverythingTheUserControls(t *testing.T) {
 func TestRenderWaiting_ShowsNamesAndFooter(t *testing.T) {
 	page := render(t, Waiting{AppName: "Shop", RouteName: "shop-route", AppID: "app_123", Status: "Down",
 		RequestID: "req-42", Node: "node-7"}, "")
-	for _, want := range []string{"<title>Shop is waking up</title>", "<bdi>Shop</bdi> is waking up",
+	for _, want := range []string{"<title>shop-route is waking up</title>", "<bdi>shop-route</bdi> is waking up",
 		"Request ID <bdi>req-42</bdi>", "Node <bdi>node-7</bdi>", `<div class="sp"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -120,8 +120,8 @@ func TestRenderWaiting_ShowsNamesAndFooter(t *testing.T) {
 	if strings.Contains(page, "app_123") {
 		t.Error("page shows the app id to the visitor")
 	}
-	if strings.Contains(page, "shop-route") {
-		t.Error("page shows the route name although the app has a name")
+	if strings.Contains(page, "Shop") {
+		t.Error("page shows the app's platform name: the heading names the route, as the reference's page does")
 	}
 	if page := render(t, Waiting{Status: "Down"}, ""); strings.Contains(page, "<footer") {
 		t.Error("footer rendered with neither request id nor node")
@@ -133,8 +133,9 @@ func TestWaiting_DisplayName(t *testing.T) {
 		w    Waiting
 		want string
 	}{
-		{Waiting{AppName: "A", RouteName: "R"}, "A"},
+		{Waiting{AppName: "A", RouteName: "R"}, "R"},
 		{Waiting{RouteName: "R", AppID: "id"}, "R"},
+		{Waiting{AppName: "A", AppID: "id"}, "A"},
 		{Waiting{AppID: "id"}, "fallback"},
 	}
 	for _, tt := range tests {

@@ -122,6 +122,12 @@ type state struct {
 	lostErr    error          // a connection lost before any byte of the answer, body in memory
 	answering  atomic.Bool    // the backend's answer began (its first byte arrived)
 	retried    bool
+
+	// Sending again after a failed attempt, as a plugin asked (resend.go).
+	resend     func(SendFailure) (time.Duration, bool)
+	resendErr  error         // the failed attempt, when the request is to be sent again
+	resendWait time.Duration // how long to wait before
+	attempts   int           // failed attempts the resend function was asked about
 }
 
 // ServeHTTP handles one request. It blocks until the response is written, the
@@ -277,22 +283,39 @@ func (st *state) appliesTo(inst *instance) bool {
 // forward proxies the request. After a dial failure it asks the route's
 // DialFailureHandlers whether to send it once more; a request whose connection
 // was lost before any byte of the answer, and whose body is in memory, is sent
-// once more at once, on a new connection.
+// once more at once, on a new connection; a request whose plugin asked for it
+// (Exchange.ResendOnFailure) is sent again for as long as its plugin says.
 func (st *state) forward() {
+	st.ex.Route.proxy.ServeHTTP(&st.rec, st.ex.Request)
+	st.sendAgain()
+}
+
+// sendAgain sends the request again, on a new connection, for as long as its
+// last attempt failed in a way that asks for it (see forward).
+func (st *state) sendAgain() {
 	r := st.ex.Route
-	r.proxy.ServeHTTP(&st.rec, st.ex.Request)
-	if st.lostErr != nil {
-		st.logger().Debug("the backend's connection was lost before it answered; sending the request again on a new connection", "upstream", st.upstream, "error", st.lostErr)
-		st.lostErr, st.retried = nil, true
-		r.freshProxy.ServeHTTP(&st.rec, st.ex.Request)
-		return
+	for {
+		switch {
+		case st.resendErr != nil:
+			err := st.resendErr
+			st.resendErr = nil
+			st.logger().Debug("the backend's connection failed before it answered; sending the request again", "upstream", st.upstream, "attempt", st.attempts+1, "after", st.resendWait, "error", err)
+			if !st.waitToResend(st.resendWait) {
+				return // the client is gone: nobody to answer
+			}
+			r.freshProxy.ServeHTTP(&st.rec, st.ex.Request)
+		case st.lostErr != nil:
+			st.logger().Debug("the backend's connection was lost before it answered; sending the request again on a new connection", "upstream", st.upstream, "error", st.lostErr)
+			st.lostErr, st.retried = nil, true
+			r.freshProxy.ServeHTTP(&st.rec, st.ex.Request)
+		case st.dialErr != nil:
+			err := st.dialErr
+			st.dialErr = nil
+			st.dialFailed(0, err)
+		default:
+			return
+		}
 	}
-	if st.dialErr == nil {
-		return
-	}
-	err := st.dialErr
-	st.dialErr = nil
-	st.dialFailed(0, err)
 }
 
 // dialFailed asks the route's DialFailureHandlers, from the one at index from,

@@ -269,6 +269,7 @@ func (g *Gateway) resume(p *Parked, w http.ResponseWriter, carrier *http.Request
 	defer g.end(st)
 	if p.dialing {
 		st.dialFailed(p.step, p.dialErr)
+		st.sendAgain()
 	} else if st.runAccess(p.step) {
 		st.forward()
 	}

@@ -118,9 +118,10 @@ func (r *Route) rewrite(pr *httputil.ProxyRequest) {
 	if len(r.respT) > 0 {
 		ctx = context.WithValue(ctx, stateKey{}, st)
 	}
-	if st.body.buffered && !st.retried {
+	if (st.body.buffered && !st.retried) || st.resend != nil {
 		// A body in memory can be sent again if the connection is lost before
-		// the answer begins: know when it does.
+		// the answer begins, and so can a request whose plugin asked for it
+		// (Exchange.ResendOnFailure): know when it does.
 		st.answering.Store(false)
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { st.answering.Store(true) }})
 	}
@@ -147,8 +148,8 @@ func (r *Route) modifyResponse(res *http.Response) error {
 }
 
 // errorHandler answers for a failed proxying: a plugin failure (500 or 502), the
-// client gone (nothing), a dial failure kept for the DialFailureHandlers, or the
-// backend's failure (502 or 504).
+// client gone (nothing), a request sent again as its plugin asked, a dial failure
+// kept for the DialFailureHandlers, or the backend's failure (502 or 504).
 func (r *Route) errorHandler(w http.ResponseWriter, _ *http.Request, err error) {
 	rec, ok := w.(*recorder)
 	if !ok {
@@ -171,6 +172,8 @@ func (r *Route) errorHandler(w http.ResponseWriter, _ *http.Request, err error) 
 		// The client is gone (or the server gave up on it): nobody to answer;
 		// the access line says 499.
 		st.logger().Debug("client gone before the backend answered", "error", err)
+	case st.resendAsked(err):
+		// The request's plugin asked for it to be sent again (resend.go).
 	case isDialFailure(err) && len(r.dial) > 0 && !st.retried && st.body.n.Load() == 0:
 		st.dialErr = err // the gateway asks the route's DialFailureHandlers
 	case !st.retried && !st.answering.Load() && connectionLost(err) && st.body.rewind():

@@ -21,7 +21,7 @@ import (
 //	GET  /api/apps/{id}/wakes           its recent wakes, phase by phase
 //	GET  /api/apps/{id}/prewake         its learned visits, the next pre-wake, hits and misses
 //	POST /api/apps/{id}/_wake           ask for a wake, as a request would
-//	POST /api/apps/{id}/_sleep          put it to sleep now (also _reap); 409 and why when it cannot, unless ?force=true
+//	POST /api/apps/{id}/_sleep          put it to sleep now (202; _reap, the reference's name, answers 200); 409 and why when it cannot, unless ?force=true
 //	POST /api/apps/{id}/_hold           {"duration": "6h", "reason": "…", "by": "…"}: keep it awake (waking it)
 //	DELETE /api/apps/{id}/_hold         end the hold now
 //	POST /api/apps/{id}/_reset          an app in Error (or any) back to WaitingForInit
@@ -63,7 +63,7 @@ func (a *AdminAPI) Handler() http.Handler {
 	mux.HandleFunc("GET /api/apps/{id}/prewake", a.prewake)
 	mux.HandleFunc("POST /api/apps/{id}/_wake", a.wake)
 	mux.HandleFunc("POST /api/apps/{id}/_sleep", a.sleep)
-	mux.HandleFunc("POST /api/apps/{id}/_reap", a.sleep)
+	mux.HandleFunc("POST /api/apps/{id}/_reap", a.reap)
 	mux.HandleFunc("POST /api/apps/{id}/_hold", a.hold)
 	mux.HandleFunc("DELETE /api/apps/{id}/_hold", a.release)
 	mux.HandleFunc("POST /api/apps/{id}/_reset", a.reset)
@@ -83,17 +83,20 @@ type AppView struct {
 	Name    string `json:"name,omitempty"`
 	// PlatformState is the platform's state at the last observation;
 	// CleverState is the same under the reference's name, kept for its scripts.
-	PlatformState    string     `json:"platform_state,omitempty"`
-	CleverState      string     `json:"clever_state,omitempty"`
-	Cause            string     `json:"cause,omitempty"`
-	ErrorCause       string     `json:"error_cause,omitempty"`
-	LastStatusUpdate *time.Time `json:"last_status_update"`
-	LastUpAt         *time.Time `json:"last_up_at"`
-	LastDownAt       *time.Time `json:"last_down_at"`
-	ActionAt         *time.Time `json:"action_at"`
-	LastCheckAt      *time.Time `json:"last_check_at"`
-	Routes           []string   `json:"routes"`
-	GracePeriod      string     `json:"grace_period,omitempty"`
+	PlatformState string `json:"platform_state,omitempty"`
+	CleverState   string `json:"clever_state,omitempty"`
+	Cause         string `json:"cause,omitempty"`
+	ErrorCause    string `json:"error_cause,omitempty"`
+	// FailedBoots are its failed boots in a row (exits before it was ready,
+	// crashes soon after a wake), while it has some.
+	FailedBoots      *FailedBoots `json:"failed_boots,omitempty"`
+	LastStatusUpdate *time.Time   `json:"last_status_update"`
+	LastUpAt         *time.Time   `json:"last_up_at"`
+	LastDownAt       *time.Time   `json:"last_down_at"`
+	ActionAt         *time.Time   `json:"action_at"`
+	LastCheckAt      *time.Time   `json:"last_check_at"`
+	Routes           []string     `json:"routes"`
+	GracePeriod      string       `json:"grace_period,omitempty"`
 	// GracePeriodFrom says where the grace period comes from when the app set
 	// it itself (a container's label reaper.grace_period); absent: its routes.
 	GracePeriodFrom string `json:"grace_period_from,omitempty"`
@@ -142,7 +145,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 	if err != nil {
 		return nil, err
 	}
-	inFlight, err := a.Store.InFlight(ctx)
+	inFlight, err := a.Engine.OpenEverywhere(ctx) // this node's part exact, not as of its last flush
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +174,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 			rec = Record{AppID: appID, Status: StatusWaitingForInit}
 		}
 		m, isManaged := managed[appID]
-		la, busy := a.Engine.LocalTraffic(appID)
+		la, _ := a.Engine.LocalTraffic(appID)
 		if stored := access[appID]; stored.After(la) {
 			la = stored
 		}
@@ -181,10 +184,10 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		}
 		v := AppView{
 			AppID: appID, Status: rec.Status, OwnerID: rec.Owner, Name: rec.Name,
-			PlatformState: string(rec.PlatformState), CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause,
+			PlatformState: string(rec.PlatformState), CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause, FailedBoots: rec.Boots,
 			LastStatusUpdate: ptime(rec.LastStatusUpdate), LastUpAt: ptime(rec.LastUpAt),
 			LastDownAt: ptime(rec.LastDownAt), ActionAt: ptime(rec.ActionAt), LastCheckAt: ptime(rec.LastCheckAt),
-			Routes: m.Routes, LastAccess: ptime(la), InFlight: max(inFlight[appID], int(busy)), Held: held, Managed: isManaged,
+			Routes: m.Routes, LastAccess: ptime(la), InFlight: inFlight[appID], Held: held, Managed: isManaged,
 		}
 		if v.Routes == nil {
 			v.Routes = []string{}
@@ -276,10 +279,25 @@ func (a *AdminAPI) history(w http.ResponseWriter, r *http.Request) {
 		}
 		size = n
 	}
-	items, total, err := a.Store.History(r.Context(), r.PathValue("id"), (page-1)*size, size)
+	id := r.PathValue("id")
+	items, total, err := a.Store.History(r.Context(), id, (page-1)*size, size)
 	if err != nil {
 		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 		return
+	}
+	if total == 0 {
+		// No history: an app no route manages and the store does not know is
+		// not found, as GET /api/apps/{id} says (a typo must not look like an
+		// app with nothing to show).
+		vs, err := a.views(r.Context(), id)
+		if err != nil {
+			httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
+			return
+		}
+		if len(vs) == 0 {
+			httpjson.Error(w, http.StatusNotFound, "no app "+strconv.Quote(id))
+			return
+		}
 	}
 	if items == nil {
 		items = []Transition{}

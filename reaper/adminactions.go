@@ -232,6 +232,9 @@ func (a *AdminAPI) sleep(w http.ResponseWriter, r *http.Request) {
 			return no
 		}
 		rec.SleepAsk = &SleepAsk{At: now, By: body.By, Force: force}
+		if rec.Status != StatusUp {
+			rec.SleepAsk.From = rec.Status // a forced stop of an app in Error or stuck waking
+		}
 		if force && rec.Hold.Active(now) {
 			h := *rec.Hold
 			h.Until, h.ReleasedBy = now, body.By
@@ -260,12 +263,18 @@ func sleepRefusal(rec Record, s Settings, p Policy, busy int, force bool, now ti
 	}
 	switch rec.Status {
 	case StatusUp:
-	case StatusError:
-		return conflict("the app is in Error (" + rec.ErrorCause + "): reset it first")
+	case StatusError, StatusWaitingForUp:
+		// Nothing else can stop an app in Error (reaper keeps its hands off
+		// it) or stuck waking: a forced sleep does.
+		if force {
+			return nil
+		}
+		if rec.Status == StatusWaitingForUp {
+			return conflict("the app is waking up; put it to sleep once it is Up, or ?force=true stops it now")
+		}
+		return conflict("the app is in Error (" + rec.ErrorCause + "): reset it, or ?force=true stops it")
 	case StatusWaitingForInit:
 		return conflict("the app has not been observed yet; try again in a few seconds")
-	case StatusWaitingForUp:
-		return conflict("the app is waking up; put it to sleep once it is Up")
 	default:
 		return conflict("the app is already " + string(rec.Status))
 	}
@@ -286,14 +295,13 @@ func sleepRefusal(rec Record, s Settings, p Policy, busy int, force bool, now ti
 }
 
 // busy is the app's open requests, connections and held requests over every
-// node: the store's counts, or this node's exact ones when larger.
+// node: this node's exact count, and the others' as of their last flush.
 func (a *AdminAPI) busy(ctx context.Context, id string) (int, error) {
-	counts, err := a.Store.InFlight(ctx)
+	counts, err := a.Engine.OpenEverywhere(ctx)
 	if err != nil {
 		return 0, err
 	}
-	_, local := a.Engine.LocalTraffic(id)
-	return max(counts[id], int(local)), nil
+	return counts[id], nil
 }
 
 // hold keeps the app awake for a duration, waking it if it sleeps.

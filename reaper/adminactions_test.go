@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -84,7 +85,9 @@ func TestAdminAPI_HoldReleaseSleep(t *testing.T) {
 			kinds = append(kinds, k)
 		}
 		slices.Reverse(kinds)
-		want := []string{"Down", "hold by ops", "WaitingForUp", "Up", "wake", "release by ops", "sleep by alice", "WaitingForShutdown", "Down"}
+		// The wake's phases are on its change to Up: no request was held, so no
+		// node added a first answer.
+		want := []string{"Down", "hold by ops", "WaitingForUp", "Up", "release by ops", "sleep by alice", "WaitingForShutdown", "Down"}
 		if !slices.Equal(kinds, want) {
 			t.Errorf("history (oldest first) = %q, want %q", kinds, want)
 		}
@@ -151,8 +154,11 @@ func TestSleepRefusal(t *testing.T) {
 		{"up and quiet", up, Settings{}, dtPolicy, 0, false, ""},
 		{"kill switch", up, Settings{KillSwitch: true}, dtPolicy, 0, true, "kill switch"},
 		{"dry run", up, Settings{DryRun: true}, dtPolicy, 0, true, "dry run"},
-		{"in Error", dtRecord(StatusError), Settings{}, dtPolicy, 0, true, "reset it first"},
-		{"waking", dtRecord(StatusWaitingForUp), Settings{}, dtPolicy, 0, true, "waking up"},
+		{"in Error", dtRecord(StatusError), Settings{}, dtPolicy, 0, false, "reset it, or ?force=true stops it"},
+		{"in Error, forced", dtRecord(StatusError), Settings{}, dtPolicy, 3, true, ""},
+		{"in Error, forced, kill switch", dtRecord(StatusError), Settings{KillSwitch: true}, dtPolicy, 0, true, "kill switch"},
+		{"waking", dtRecord(StatusWaitingForUp), Settings{}, dtPolicy, 0, false, "waking up"},
+		{"waking, forced", dtRecord(StatusWaitingForUp), Settings{}, dtPolicy, 2, true, ""},
 		{"not observed", dtRecord(StatusWaitingForInit), Settings{}, dtPolicy, 0, true, "not been observed"},
 		{"going to sleep", dtRecord(StatusWaitingForShutdown), Settings{}, dtPolicy, 0, true, "already WaitingForShutdown"},
 		{"busy", up, Settings{}, dtPolicy, 3, false, "3 requests"},
@@ -201,6 +207,75 @@ func TestAdminAPI_ActionsWaitForTheJobsLock(t *testing.T) {
 		code, body, _ := call(t, h, "DELETE", "/api/apps/app/_hold", "")
 		if code != 409 || time.Since(start) < lockWait-time.Second || !strings.Contains(body["error"].(string), "try again") {
 			t.Fatalf("release while the lock stays taken: %d %v after %v; want 409 after about %v", code, body, time.Since(start), lockWait)
+		}
+	})
+}
+
+// A forced sleep stops an app stuck waking (its start never ends) and one in
+// Error, which nothing else could stop: each goes WaitingForShutdown, gets one
+// stop, and is Down once the platform says so; the history says who forced it
+// and from where. Without force both are refused, saying how to get out.
+func TestAdminAPI_ForcedSleepStopsAnAppStuckWakingOrInError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("stuck", "broken")
+		fake.Manual = true // a start stays WANTS_TO_BE_UP, a stop leaves the state
+		e := newEnv(t, fake, "")
+		e.route(config("stuck"))
+		e.route(config("broken"))
+		e.start()
+		defer e.stop()
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
+
+		fake.FailNext("start", fmt.Errorf("the image is missing: %w", paas.ErrStartFailed))
+		for _, id := range []string{"stuck", "broken"} {
+			if code, body, _ := call(t, h, "POST", "/api/apps/"+id+"/_wake", ""); code != 202 {
+				t.Fatalf("wake %s: %d %v", id, code, body)
+			}
+			settle()
+		}
+		// Which app got the failed start depends on nothing but the order above.
+		for id, want := range map[string]Status{"stuck": StatusError, "broken": StatusWaitingForUp} {
+			if rec, _ := e.engine.Record(id); rec.Status != want {
+				t.Fatalf("%s is %s (%s), want %s", id, rec.Status, rec.Cause, want)
+			}
+		}
+		for id, refusal := range map[string]string{"stuck": "reset it, or ?force=true stops it", "broken": "or ?force=true stops it now"} {
+			code, body, _ := call(t, h, "POST", "/api/apps/"+id+"/_sleep", "")
+			if msg, _ := body["error"].(string); code != 409 || !strings.Contains(msg, refusal) {
+				t.Errorf("sleep %s: %d %v; want 409 saying %q", id, code, body, refusal)
+			}
+			if n := fake.Count("stop", id); n != 0 {
+				t.Errorf("%s got %d stops after a refused sleep", id, n)
+			}
+			code, body, _ = call(t, h, "POST", "/api/apps/"+id+"/_sleep?force=true", `{"by": "bob"}`)
+			if code != 202 {
+				t.Fatalf("forced sleep of %s: %d %v", id, code, body)
+			}
+			settle()
+			rec, _ := e.engine.Record(id)
+			// In Error the platform already says down (its start failed); a
+			// start in progress still says WANTS_TO_BE_UP, which is no restart
+			// from outside.
+			want := map[string]Status{"stuck": StatusDown, "broken": StatusWaitingForShutdown}[id]
+			if n := fake.Count("stop", id); n != 1 || rec.Status != want {
+				t.Fatalf("%s after a forced sleep: %d stops, %s (%s); want one stop, %s", id, n, rec.Status, rec.Cause, want)
+			}
+			// The platform catches up: the app is down.
+			fake.Set(id, paastest.App{State: paas.StateShouldBeDown,
+				Deployment: &paas.Deployment{State: paas.DeploymentOK, Action: "UNDEPLOY", At: time.Now()}})
+			settle()
+			if rec, _ := e.engine.Record(id); rec.Status != StatusDown || fake.Count("stop", id) != 1 {
+				t.Errorf("%s once stopped: %s (%s), %d stops; want Down after one stop", id, rec.Status, rec.Cause, fake.Count("stop", id))
+			}
+		}
+		_, hist, _ := call(t, h, "GET", "/api/apps/stuck/history", "")
+		var causes []string
+		for _, it := range hist["items"].([]any) {
+			causes = append(causes, it.(map[string]any)["cause"].(string))
+		}
+		if !slices.Contains(causes, "put to sleep by bob (forced, from Error)") {
+			t.Errorf("stuck's history %q does not say bob forced it to sleep from Error", causes)
 		}
 	})
 }

@@ -64,7 +64,7 @@ func wakesOf(items []Transition, limit int) []WakeView {
 	out := []WakeView{}
 	index := map[int64]int{}
 	for _, t := range items {
-		if t.Kind != EventWake || t.Phases == nil {
+		if t.Phases == nil { // a wake's entries: the change to Up, its first answers
 			continue
 		}
 		v := WakeView{WakeTimes: *t.Phases, Node: t.Node, Phases: t.Phases.Durations(), Seconds: t.Phases.Total().Seconds()}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reapergw/reaper/page"
 	"github.com/reapergw/reaper/plugin"
@@ -111,10 +113,41 @@ func (p *Plugin) unavailableAnswer(ex *plugin.Exchange, st Status) *plugin.Answe
 	return a
 }
 
-func (p *Plugin) failedAnswer(ex *plugin.Exchange) *plugin.Answer {
-	return answer(ex, http.StatusServiceUnavailable, StatusError, map[string]any{
-		"error": "the application could not be started", "status": string(StatusError),
-	})
+// failedAnswer answers for an app in Error, with the Error's cause: rec's, the
+// record on which the request's hold ended (the same for every request held for
+// the wake), else the app's record now.
+func (p *Plugin) failedAnswer(ex *plugin.Exchange, rec *Record) *plugin.Answer {
+	body := map[string]any{"error": "the application could not be started", "status": string(StatusError)}
+	if rec == nil || rec.Status != StatusError {
+		rec = p.app.rec.Load()
+	}
+	if rec != nil && rec.Status == StatusError {
+		if c := publicCause(rec.ErrorCause); c != "" {
+			body["cause"] = c
+		}
+	}
+	return answer(ex, http.StatusServiceUnavailable, StatusError, body)
+}
+
+// publicCauseMax bounds the cause given to clients, in bytes.
+const publicCauseMax = 300
+
+// publicCause is the part of an Error's cause that clients are told: its first
+// line, without what the app itself printed (the process driver appends the
+// tail of the app's output, which may hold anything the app logs, secrets
+// included: operators read it in the admin API and the logs), at most
+// publicCauseMax bytes.
+func publicCause(cause string) string {
+	cause, _, _ = strings.Cut(cause, "\n")
+	cause = strings.TrimSuffix(strings.TrimSpace(cause), "; last output:")
+	if len(cause) > publicCauseMax {
+		cut := publicCauseMax
+		for cut > 0 && !utf8.RuneStart(cause[cut]) {
+			cut--
+		}
+		cause = cause[:cut] + "…"
+	}
+	return cause
 }
 
 func (p *Plugin) timeoutAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {

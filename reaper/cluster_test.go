@@ -433,7 +433,15 @@ type blipStore struct {
 }
 
 func (s *blipStore) Lock(ctx context.Context, appID string, term uint64, ttl time.Duration) (reaper.Lock, error) {
-	l, err := s.Store.Lock(ctx, appID, term, ttl)
+	return s.blip(s.Store.Lock(ctx, appID, term, ttl))
+}
+
+// LockAs is how the job takes its locks.
+func (s *blipStore) LockAs(ctx context.Context, appID string, term uint64, holder string, ttl time.Duration) (reaper.Lock, error) {
+	return s.blip(s.Store.LockAs(ctx, appID, term, holder, ttl))
+}
+
+func (s *blipStore) blip(l reaper.Lock, err error) (reaper.Lock, error) {
 	if err != nil {
 		return nil, err
 	}

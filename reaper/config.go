@@ -29,6 +29,10 @@ type Config struct {
 	GracePeriod conf.Duration `yaml:"grace_period"`
 	// FailTimeout bounds a start or a stop (past it: Error) and every held request.
 	FailTimeout conf.Duration `yaml:"fail_timeout"`
+	// MaxFailedBoots is how many failed boots in a row (starts that exit before
+	// they are ready, crashes within CrashWindow of a wake) put the app in
+	// Error; each is followed by a back-off before the next start.
+	MaxFailedBoots int `yaml:"max_failed_boots"`
 	// AllowWaitingPage gives browsers the waiting page while the app sleeps.
 	AllowWaitingPage bool `yaml:"allow_waiting_page"`
 	// APIBehavior is what other callers get while the app sleeps: hold or
@@ -89,6 +93,7 @@ func DefaultConfig() Config {
 	return Config{
 		GracePeriod:      conf.Duration(DefaultGracePeriod),
 		FailTimeout:      conf.Duration(DefaultFailTimeout),
+		MaxFailedBoots:   DefaultMaxFailedBoots,
 		AllowWaitingPage: true,
 		APIBehavior:      BehaviorHold,
 		Timezone:         "Europe/Paris",
@@ -130,6 +135,9 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 	}
 	if c.FailTimeout <= 0 {
 		errs.Add(conf.Key(path, "fail_timeout"), "must be more than 0")
+	}
+	if c.MaxFailedBoots < 1 || c.MaxFailedBoots > MaxFailedBootsLimit {
+		errs.Add(conf.Key(path, "max_failed_boots"), "%d is not from 1 to %d", c.MaxFailedBoots, MaxFailedBootsLimit)
 	}
 	switch c.APIBehavior {
 	case BehaviorHold, BehaviorUnavailable:
@@ -282,7 +290,9 @@ func (c *Config) policy() Policy {
 		GracePeriod: c.GracePeriod.D(),
 		FailTimeout: c.FailTimeout.D(),
 		MustBeUp:    c.mustBeUp,
-		Prewake:     c.Prewake == PrewakeLearn,
+		// The config says it; Decide's default is for policies built by hand.
+		MaxFailedBoots: c.MaxFailedBoots,
+		Prewake:        c.Prewake == PrewakeLearn,
 	}
 	if loc, err := time.LoadLocation(c.Timezone); err == nil && p.Prewake {
 		p.Location = loc

@@ -112,7 +112,7 @@ func TestCustomPage_HostileValuesStayValues(t *testing.T) {
 // visitor's language, with the built-in progress, kept up to date.
 func TestCustomPage_TheDocsWorkedExample(t *testing.T) {
 	b := chrometest.Start(t)
-	rig := newPageRig(t, "", customPageCfg(t, "testdata/worked-example.html"), named("shop-frontend"))
+	rig := newPageRig(t, "  name: shop-frontend", customPageCfg(t, "testdata/worked-example.html"), named("Shop"))
 	for i, o := range []pageOpts{{lang: "en", scheme: "light", width: 1000}, {lang: "ar", scheme: "dark", width: 1000}} {
 		p := openPage(t, b, o)
 		if err := p.Navigate(rig.front.URL + "/"); err != nil {

@@ -58,6 +58,9 @@ type Policy struct {
 	GracePeriod time.Duration
 	// FailTimeout bounds a start or a stop; past it the app goes to Error.
 	FailTimeout time.Duration
+	// MaxFailedBoots is how many failed boots in a row put the app in Error
+	// (boots.go); 0 means DefaultMaxFailedBoots.
+	MaxFailedBoots int
 	// MustBeUp are the keep-up windows.
 	MustBeUp []Range
 	// Prewake: some route learns the app's visits (`prewake: learn`); Location
@@ -104,13 +107,22 @@ const (
 // says SHOULD_BE_UP or WANTS_TO_BE_UP (on Clever Cloud a start restarts a running
 // app); ActionStop is returned only for a record in Up (or in WaitingForShutdown
 // whose stop was never sent), with the platform saying
-// SHOULD_BE_UP and not NotShutdownable, when Idle holds.
+// SHOULD_BE_UP and not NotShutdownable, when Idle holds; or for an operator's
+// forced sleep of an app in Error or stuck waking (SleepAsk.From).
+//
+// A start whose app exits before it is ready, and a crash soon after a wake,
+// are failed boots (boots.go): started again after a back-off, until the fail
+// timeout or Policy.MaxFailedBoots in a row, then Error.
 func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
 	state := in.Observation.State
 	out := rec
 	out.LastCheckAt = now
 	out.PlatformState = state
 
+	// An operator's forced sleep of an app in Error or stuck waking: stop it.
+	if rec.SleepAsk.stopsStuck(rec) {
+		return decideForcedStop(out, in, now)
+	}
 	// Error means hands off: the app may well be running, and only an operator
 	// knows whether the cause is gone. Reset puts it back in WaitingForInit.
 	if rec.Status == StatusError {
@@ -146,7 +158,9 @@ func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
 	// request was waiting: "wait for the stop, then start again"). Only when the
 	// platform says SHOULD_BE_DOWN: a start on an app that WANTS_TO_BE_UP could
 	// restart it; the next look sees it move to WaitingForUp or SHOULD_BE_DOWN.
-	if out.Status == StatusDown && state == paas.StateShouldBeDown && act == ActionNone {
+	// A crash loop's back-off holds the start back (the job looks again when it
+	// ends).
+	if out.Status == StatusDown && state == paas.StateShouldBeDown && act == ActionNone && !out.Boots.backingOff(now) {
 		if cause := wakeCause(out, in, now, p); cause != "" {
 			out = enter(out, StatusWaitingForUp, cause, now)
 			asked := in.WakeAskedAt
@@ -192,9 +206,16 @@ func decideInit(r Record, in Input, now time.Time) Record {
 
 // decideUp follows the platform's word on a running app, and stops it once idle.
 func decideUp(r Record, in Input, now time.Time, p Policy) (Record, Action) {
+	if r.Boots != nil && now.Sub(r.LastUpAt) >= CrashWindow {
+		r.Boots = nil // up long enough: it booted well
+	}
 	switch in.Observation.State {
 	case paas.StateShouldBeDown:
-		// Stopped from the console, or crashed: believe it.
+		// Stopped from the console, or crashed: believe it. A crash soon after
+		// it came up is a failed boot (a crash loop).
+		if how := crashedBooting(r.LastUpAt, in); how != "" {
+			return crashed(r, r.LastUpAt, how, now, p), ActionNone
+		}
 		return enter(r, StatusDown, "stopped from outside", now), ActionNone
 	case paas.StateWantsToBeUp:
 		// Redeployed or restarted from outside: requests must wait for it.
@@ -240,15 +261,22 @@ func decideUp(r Record, in Input, now time.Time, p Policy) (Record, Action) {
 // is decided again as for an app that is up: sent if the app is still idle,
 // dropped (back to Up) if a request came meanwhile.
 func decideShutdown(r Record, in Input, now time.Time, p Policy) (Record, Action) {
+	stuck := r.SleepAsk.stuckStop(r)
 	switch in.Observation.State {
 	case paas.StateShouldBeDown:
 		return enter(r, StatusDown, "stopped", now), ActionNone
 	case paas.StateWantsToBeUp:
+		if stuck {
+			break // the stop of an app that was starting: the platform catches up
+		}
 		r = enter(r, StatusWaitingForUp, "restarting from outside", now)
 		r.ActionAt = now
 		return r, ActionNone
 	}
 	if r.StopSentAt.Before(r.ActionAt) {
+		if stuck {
+			return r, ActionStop // an operator's forced stop, never sent: send it
+		}
 		up := r
 		up.Status = StatusUp
 		if next, act := decideUp(up, in, now, p); act == ActionStop {
@@ -263,6 +291,20 @@ func decideShutdown(r Record, in Input, now time.Time, p Policy) (Record, Action
 		return enter(r, StatusError, CauseStopTimeout, now), ActionNone
 	}
 	return r, ActionNone
+}
+
+// decideForcedStop stops an app in Error or stuck waking, as an operator forced
+// it to sleep: at once when it is waking (the requests held for it do not use
+// it), once nothing is in flight in Error (requests go through to it then).
+// Whatever the platform says: a stop of an app that is down does nothing.
+func decideForcedStop(r Record, in Input, now time.Time) (Record, Action) {
+	from := r.Status
+	if from == StatusError && in.Busy {
+		return r, ActionNone
+	}
+	r = enter(r, StatusWaitingForShutdown, "put to sleep by "+r.SleepAsk.By+" (forced, from "+string(from)+")", now)
+	r.ActionAt, r.RetryStart = now, false
+	return r, ActionStop
 }
 
 // decideDown follows the platform's word on a stopped app. Starting it on demand
@@ -303,13 +345,19 @@ func decideWaitingForUp(r Record, in Input, now time.Time, p Policy) (Record, Ac
 		dep, stoppedSince = d.Before, true
 	}
 	kind := deploymentKind(dep)
-	wait := func() (Record, Action) {
+	waitRec := func(r Record) (Record, Action) {
 		if now.Sub(r.ActionAt) >= p.FailTimeout {
 			return enter(r, StatusError, CauseStartTimeout, now), ActionNone
 		}
 		return r, ActionNone
 	}
-	// A failed start of ours is final whatever the state says.
+	wait := func() (Record, Action) { return waitRec(r) }
+	// A start of ours whose app ran and exited before it was ready is started
+	// again, with a back-off; any other failed start of ours is final whatever
+	// the state says.
+	if kind == depFail && dep.Exited {
+		return retryBoot(r, dep, in.Observation.State, now, p, waitRec)
+	}
 	if kind == depFail {
 		return enter(r, StatusError, withDeploymentCause("the start failed", dep), now), ActionNone
 	}
@@ -353,7 +401,11 @@ func decideWaitingForUp(r Record, in Input, now time.Time, p Policy) (Record, Ac
 		}
 	case depOK:
 		// Our start finished, yet the platform says down: the app came up and was
-		// stopped (from outside, or it crashed) before we looked. It is down.
+		// stopped (from outside, or it crashed) before we looked. It is down; a
+		// crash is a failed boot.
+		if how := crashedBooting(dep.At, in); how != "" {
+			return crashed(r, dep.At, how, now, p), ActionNone
+		}
 		return enter(r, StatusDown, "stopped right after it woke up", now), ActionNone
 	}
 	// In progress: wait.
@@ -364,6 +416,7 @@ func decideWaitingForUp(r Record, in Input, now time.Time, p Policy) (Record, Ac
 // the app where the platform says it is. The clocks are kept. It never fails and
 // may be repeated.
 func Reset(rec Record, now time.Time) Record {
+	rec.Boots = nil // the operator says the cause is gone: a fresh count
 	return enter(rec, StatusWaitingForInit, CauseReset, now)
 }
 

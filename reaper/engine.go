@@ -13,6 +13,7 @@ import (
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/ratelimit"
 )
 
 // EngineOptions configures an Engine.
@@ -63,11 +64,23 @@ type EngineOptions struct {
 	// route's waiting page can be previewed (WellKnownPreviewPath). Unset: only
 	// routes that allow the preview show it.
 	AdminToken conf.Secret
+	// MaxWakesPerClient bounds the wakes one client address (an IPv6 /64) may
+	// start per minute, MaxWakesPerMinute those of the whole node; 0: no
+	// such bound (wakelimit.go).
+	MaxWakesPerClient, MaxWakesPerMinute int
+	// Failures is the budget of failed attempts at the admin token per client
+	// that the preview takes from, shared with the admin listener's doors
+	// (dashboard.Options.Failures); nil: the engine's own.
+	Failures *ratelimit.Failures
 	// Notifier is told of the events webhooks announce (notify.go); nil: none.
 	Notifier Notifier
 	// Policies gives what apps say of their own policy (the platform driver,
 	// when it is a paas.PolicyHinter); nil: the routes' policy alone.
 	Policies paas.PolicyHinter
+	// Readiness is the platform driver when it probes the readiness of the
+	// apps it starts (paas.ReadinessWaiter): told of each record of an app in
+	// Error, so that nothing probes it then (boots.go); nil: none.
+	Readiness paas.ReadinessWaiter
 }
 
 // Engine is the reaper of one node. It knows the apps the routes manage and their
@@ -84,14 +97,21 @@ type Engine struct {
 	events   eventLog
 	observer Observer
 	live     atomic.Int64 // live progress streams open (liveevents.go)
+	failures *ratelimit.Failures
+	wakes    *wakeLimits // nil: wakes are not limited
 
 	mu   sync.RWMutex
 	apps map[string]*app
 
 	refresh  chan string // app ids whose record should be re-read
 	flushNow chan struct{}
-	storeErr throttle
-	flushErr throttle
+
+	// inFlightMu makes writing this node's in-flight counts and remembering
+	// them one step, as OpenEverywhere sees it.
+	inFlightMu    sync.Mutex
+	flushedCounts flushedCounts
+	storeErr      throttle
+	flushErr      throttle
 }
 
 // ManagedApp is an app at least one route manages, with its effective policy: the
@@ -161,6 +181,11 @@ func NewEngine(opts EngineOptions) *Engine {
 		asks:     &wakeAsks{store: opts.Store, interval: opts.AskInterval, ttl: opts.AskTTL, log: opts.Logger},
 	}
 	e.holds = newHolds(e, opts.PollInterval, opts.MaxHeld, opts.Logger)
+	e.wakes = newWakeLimits(opts.MaxWakesPerClient, opts.MaxWakesPerMinute)
+	e.failures = opts.Failures
+	if e.failures == nil {
+		e.failures = ratelimit.NewDoors(opts.Logger)
+	}
 	e.observer = opts.Observer
 	if e.observer == nil {
 		e.observer = noObserver{}
@@ -259,14 +284,16 @@ func (e *Engine) managed() []ManagedApp {
 }
 
 // mergePolicy combines the policies of several routes on one app: the longest grace
-// period and fail timeout win, every keep-up window counts.
+// period, fail timeout and failed boots win, every keep-up window counts.
 func mergePolicy(a, b Policy) Policy {
 	return Policy{
 		GracePeriod: max(a.GracePeriod, b.GracePeriod),
 		FailTimeout: max(a.FailTimeout, b.FailTimeout),
-		MustBeUp:    append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
-		Prewake:     a.Prewake || b.Prewake,
-		Location:    cmp.Or(a.Location, b.Location),
+		// The most patient route wins, as with the fail timeout.
+		MaxFailedBoots: max(a.MaxFailedBoots, b.MaxFailedBoots),
+		MustBeUp:       append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
+		Prewake:        a.Prewake || b.Prewake,
+		Location:       cmp.Or(a.Location, b.Location),
 	}
 }
 
@@ -342,6 +369,7 @@ func (e *Engine) Apply(rec Record) {
 			if cur != nil {
 				e.recordEvents(cur, &rec)
 			}
+			e.followReadiness(cur, &rec)
 			statusChanged := cur == nil || cur.Status != rec.Status
 			if statusChanged {
 				e.asks.restart(a)

@@ -131,7 +131,8 @@ func (e *Engine) loadBoots(ctx context.Context) {
 			continue
 		}
 		for i := len(items) - 1; i >= 0; i-- { // oldest first: the newest stay
-			if t := items[i]; t.Kind == EventWake && t.Phases != nil && !t.Phases.UpAt.IsZero() {
+			// A wake's entries: the change to Up (UpPhases), its first answers.
+			if t := items[i]; t.Phases != nil && !t.Phases.UpAt.IsZero() {
 				a.boots.add(t.Phases.AskedAt, t.Phases.UpAt.Sub(t.Phases.AskedAt))
 			}
 		}

@@ -55,6 +55,8 @@ type holdRig struct {
 	gw     *plugin.Gateway
 	front  *httptest.Server
 	app    *app
+	// observer, when set before start, is the engine's.
+	observer Observer
 
 	mu  sync.Mutex
 	got []string // "METHOD /path body" of each request the app received
@@ -87,7 +89,7 @@ func (rig *holdRig) start(t *testing.T, parking bool, cfg, target string) {
 	rig.fake = paastest.New("app")
 	rig.fake.Manual = true
 	store := newTestStore(t)
-	rig.engine = NewEngine(EngineOptions{Node: "n1", Store: store, PollInterval: 50 * time.Millisecond})
+	rig.engine = NewEngine(EngineOptions{Node: "n1", Store: store, PollInterval: 50 * time.Millisecond, Observer: rig.observer})
 	job := NewJob(JobOptions{Engine: rig.engine, Store: store, PaaS: rig.fake, FastInterval: 50 * time.Millisecond, FullInterval: time.Second})
 	rig.engine.SetAsker(job)
 	opts := plugin.BuildOptions{Logger: slog.New(slog.DiscardHandler), Services: map[string]any{ServiceName: rig.engine}}

@@ -25,11 +25,11 @@ func (p *Plugin) holdThenAdmit(ex *plugin.Exchange) (*plugin.Answer, error) {
 		return &plugin.Answer{Status: StatusClientClosed}, nil
 	}
 	for {
-		res := p.wait(ex, deadline)
+		res, rec := p.wait(ex, deadline)
 		if res == holdParked {
 			return nil, plugin.ErrParked
 		}
-		if answer, done := p.afterHold(ex, res); done {
+		if answer, done := p.afterHold(ex, res, rec); done {
 			return answer, nil
 		}
 	}
@@ -72,8 +72,9 @@ type (
 
 // wait holds the request until its app is ready, or the hold ends otherwise. A
 // request the gateway can park waits off its goroutine (holdParked): its hold's
-// result resumes it. Others wait here.
-func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) holdResult {
+// result resumes it. Others wait here. It returns how the hold ended and the
+// app's record it ended on.
+func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) (holdResult, *Record) {
 	holds, a := p.engine.holds, p.app
 	if !ex.CanPark() {
 		// An HTTP/1 client whose body is not read yet is not watched by
@@ -82,12 +83,12 @@ func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) holdResult {
 		ctx, gone := context.WithCancel(ex.Context())
 		defer gone()
 		defer ex.WatchHangUp(gone)()
-		return holds.wait(ctx, a, p.MaxHeld, p.readyDelay, deadline)
+		return holds.wait(ctx, a, p.MaxHeld, p.readyDelay, p.FailTimeout.D(), deadline)
 	}
 	ph := newParkedHold(func() { holds.releaseEnded(a, true) })
-	h, res := holds.start(a, p.MaxHeld, p.readyDelay, deadline, ph.settle)
+	h, res, rec := holds.start(a, p.MaxHeld, p.readyDelay, p.FailTimeout.D(), deadline, ph.settle)
 	if h == nil {
-		return res
+		return res, rec
 	}
 	pk := ex.Park(func() { holds.cancel(a, h) })
 	if pk == nil { // the connection could not be taken over: wait here
@@ -95,7 +96,7 @@ func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) holdResult {
 	}
 	ex.SetValue(parkedKey{}, ph)
 	ph.park(pk)
-	return holdParked
+	return holdParked, nil
 }
 
 // resumedHold returns the hold of a parked request that was resumed, once.
@@ -107,9 +108,10 @@ func resumedHold(ex *plugin.Exchange) *parkedHold {
 	return ph
 }
 
-// afterHold answers for a hold's result; done false means hold again (the app
-// was put back to sleep between its release and now).
-func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.Answer, done bool) {
+// afterHold answers for a hold's result, and rec, the app's record the hold
+// ended on; done false means hold again (the app was put back to sleep between
+// its release and now).
+func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult, rec *Record) (answer *plugin.Answer, done bool) {
 	if res != holdGone && res != holdReady && res != holdParked {
 		p.engine.observer.HeldWait(p.app.id, time.Since(ex.Start))
 	}
@@ -122,6 +124,9 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.
 			}
 			return nil, false
 		}
+		// Right after a wake, the app may take its connection and drop it:
+		// it is sent again (resend.go).
+		p.resendReleased(ex)
 		if res == holdReleased {
 			// Its place in the release window is given back when the app's
 			// answer begins (TransformResponse), or when it ends without one.
@@ -131,9 +136,13 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult) (answer *plugin.
 		}
 		return nil, true
 	case holdFailed:
-		return p.failedAnswer(ex), true
+		return p.failedAnswer(ex, rec), true
 	case holdTimedOut:
-		return p.timeoutAnswer(ex, p.app.status()), true
+		st := p.app.status()
+		if rec != nil {
+			st = rec.Status // as it was when the holds timed out together (hold.go timedOut)
+		}
+		return p.timeoutAnswer(ex, st), true
 	case holdTooMany:
 		return p.tooManyAnswer(ex, p.app.status()), true
 	case holdShutdown:
@@ -172,30 +181,30 @@ const StatusClientClosed = 499
 // its result resumes the parked request, which reads it when the gateway runs the
 // plugin again; a request that could not be parked after all waits on ch.
 type parkedHold struct {
-	ch   chan holdResult // capacity 1
-	lost func()          // gives back a release window's place when the client left as it was released
+	ch   chan holdEnd // capacity 1
+	lost func()       // gives back a release window's place when the client left as it was released
 
 	mu      sync.Mutex
 	pk      *plugin.Parked
-	res     holdResult
+	end     holdEnd
 	settled bool
 }
 
 func newParkedHold(lost func()) *parkedHold {
-	return &parkedHold{ch: make(chan holdResult, 1), lost: lost}
+	return &parkedHold{ch: make(chan holdEnd, 1), lost: lost}
 }
 
 // settle is the holder's done function.
-func (ph *parkedHold) settle(r holdResult) {
+func (ph *parkedHold) settle(r holdResult, rec *Record) {
 	ph.mu.Lock()
-	ph.res, ph.settled = r, true
+	ph.end, ph.settled = holdEnd{r, rec}, true
 	pk := ph.pk
 	ph.mu.Unlock()
 	if pk != nil {
 		ph.resume(pk, r)
 		return
 	}
-	ph.ch <- r
+	ph.ch <- holdEnd{r, rec}
 }
 
 // resume resumes the parked request, whose hold ended with r. Resume is false
@@ -211,15 +220,16 @@ func (ph *parkedHold) resume(pk *plugin.Parked, r holdResult) {
 func (ph *parkedHold) park(pk *plugin.Parked) {
 	ph.mu.Lock()
 	ph.pk = pk
-	settled, r := ph.settled, ph.res
+	settled, r := ph.settled, ph.end.res
 	ph.mu.Unlock()
 	if settled {
 		ph.resume(pk, r)
 	}
 }
 
-func (ph *parkedHold) result() holdResult {
+// result is how the hold ended, and the app's record it ended on.
+func (ph *parkedHold) result() (holdResult, *Record) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	return ph.res
+	return ph.end.res, ph.end.rec
 }

@@ -86,60 +86,62 @@ var holdOutcomes = [...]string{holdReleased: OutcomeHeldThenProxied, holdReady: 
 
 // A holder is one request waiting for its app.
 type holder struct {
-	readyDelay time.Duration
-	deadline   time.Time
-	timer      *time.Timer      // fires at the request's deadline
-	done       func(holdResult) // told how the hold ended; never called under a lock
-	settled    bool             // under appHolds.holdMu
-	prev, next *holder          // in appHolds.queue, under appHolds.holdMu
+	readyDelay  time.Duration
+	failTimeout time.Duration // the request's route's: it is held until deadline, arrival + failTimeout
+	deadline    time.Time
+	timer       *time.Timer // fires at the request's deadline
+	// done is told how the hold ended, and the app's record it ended on (the
+	// held requests that end together are answered from the same record, so
+	// that they all get the same answer); never called under a lock.
+	done       func(holdResult, *Record)
+	settled    bool    // under appHolds.holdMu
+	prev, next *holder // in appHolds.queue, under appHolds.holdMu
 }
 
 // start makes the request wait for the app: until it is up plus readyDelay, in
-// Error, past deadline, or until the node shuts down. When the outcome is known
+// Error, past deadline (its arrival plus its route's failTimeout), or until the
+// node shuts down. When the outcome is known
 // at once (the app is ready already, max_held is reached, the node is shutting
 // down) it returns it and a nil holder. Otherwise done is called later, exactly
 // once, from another goroutine — unless cancel returns true first. The request
 // counts as held until then.
-func (h *holds) start(a *app, maxHeld int, readyDelay time.Duration, deadline time.Time, done func(holdResult)) (*holder, holdResult) {
+func (h *holds) start(a *app, maxHeld int, readyDelay, failTimeout time.Duration, deadline time.Time, done func(holdResult, *Record)) (*holder, holdResult, *Record) {
 	select {
 	case <-h.stopping:
-		return nil, holdShutdown
+		return nil, holdShutdown, nil
 	default:
 	}
 	now := time.Now()
-	if res, ok := holdOutcome(a.rec.Load(), a.upSeen.Load(), readyDelay, deadline, now); ok {
+	rec := a.rec.Load()
+	if res, ok := holdOutcome(rec, a.upSeen.Load(), readyDelay, now); ok {
 		if res != holdReleased {
-			return nil, res
+			return nil, res, rec
 		}
 		a.holdMu.Lock()
 		queued := a.queue.head != nil
 		a.holdMu.Unlock()
 		if !queued {
-			return nil, holdReady
+			return nil, holdReady, rec
 		}
 		// Others wait to be released: this one waits behind them.
 	}
 	if !now.Before(deadline) {
-		return nil, holdTimedOut
+		return nil, holdTimedOut, rec
 	}
 	if !h.take(a, maxHeld) {
-		return nil, holdTooMany
+		return nil, holdTooMany, rec
 	}
-	r := &holder{readyDelay: readyDelay, deadline: deadline, done: done}
+	r := &holder{readyDelay: readyDelay, failTimeout: failTimeout, deadline: deadline, done: done}
 	a.holdMu.Lock()
 	a.queue.push(r)
-	r.timer = time.AfterFunc(time.Until(deadline), func() {
-		if h.cancel(a, r) {
-			r.done(holdTimedOut)
-		}
-	})
+	r.timer = time.AfterFunc(time.Until(deadline), func() { h.timedOut(a, r) })
 	a.holdMu.Unlock()
 	// The waiter loop may have taken its last look before the holder was added:
 	// shutting down, or the app ready meanwhile.
 	select {
 	case <-h.stopping:
 		if h.cancel(a, r) {
-			return nil, holdShutdown
+			return nil, holdShutdown, nil
 		}
 	default:
 	}
@@ -147,7 +149,7 @@ func (h *holds) start(a *app, maxHeld int, readyDelay time.Duration, deadline ti
 	if a.waiting.CompareAndSwap(false, true) {
 		go h.loop(a)
 	}
-	return r, 0
+	return r, 0, nil
 }
 
 // cancel withdraws a holder; false means it was settled already (its done was or
@@ -213,12 +215,10 @@ func (h *holds) releaseBody(n int64) { h.bodies.Add(-n) }
 
 // holdOutcome says how a hold ends given the app's record, when it ends now:
 // released when the app is up and readyDelay has passed since this node saw it
-// come up; failed when it is in Error, or timed out if the hold's deadline passed
-// first. (The job puts an app that did not wake in time in Error one fail timeout
-// after the wake began, which is at or after the deadline of the request that
-// asked for it: that request's answer is the timeout, whichever of the record and
-// the timer this node sees first.)
-func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, deadline, now time.Time) (holdResult, bool) {
+// come up; failed when it is in Error, whatever the hold's deadline: the wake
+// ended in Error, and every request held for it gets that answer (a hold whose
+// deadline passed before the Error was known ended then, see timedOut).
+func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, now time.Time) (holdResult, bool) {
 	switch {
 	case rec == nil:
 	case rec.Status == StatusUp:
@@ -226,12 +226,50 @@ func holdOutcome(rec *Record, upSeen int64, readyDelay time.Duration, deadline, 
 			return holdReleased, true
 		}
 	case rec.Status == StatusError:
-		if !now.Before(deadline) {
-			return holdTimedOut, true
-		}
 		return holdFailed, true
 	}
 	return 0, false
+}
+
+// timedOut ends the hold of r, whose deadline passed, and decides the answer of
+// the wake it waited for once, for every request held for the app with it: a wake
+// that took longer than r's fail timeout took longer than any request held under
+// the same or a shorter one may wait, so they all get the 504 now, not some of
+// them the 504 and the rest, a moment later, the 503 of the Error the job puts the
+// app in at the wake's fail timeout. Requests held under a longer fail timeout (a
+// route that allows a slower boot) go on waiting. An app that is up (r waited its
+// turn in the release, past its deadline) ends r's hold alone; an app in Error
+// ends every hold with the Error's answer.
+func (h *holds) timedOut(a *app, r *holder) {
+	rec := a.rec.Load()
+	res, group := holdTimedOut, rec == nil || rec.Status != StatusUp
+	if rec != nil && rec.Status == StatusError {
+		res = holdFailed
+	}
+	var out []*holder
+	a.holdMu.Lock()
+	if r.settled {
+		a.holdMu.Unlock()
+		return
+	}
+	for x := a.queue.head; x != nil; {
+		next := x.next
+		if x == r || (group && (res == holdFailed || x.failTimeout <= r.failTimeout)) {
+			x.settled = true
+			a.queue.remove(x)
+			out = append(out, x)
+		}
+		x = next
+	}
+	if a.queue.head == nil {
+		a.release.done()
+	}
+	a.holdMu.Unlock()
+	for _, x := range out {
+		x.timer.Stop()
+		h.drop(a)
+		x.done(res, rec)
+	}
 }
 
 // settle ends the holds whose outcome is known: all of them when shutting down,
@@ -253,7 +291,7 @@ func (h *holds) settle(a *app, now time.Time, shutdown bool) (next time.Time) {
 	for r := a.queue.head; r != nil; {
 		res, ok := holdShutdown, true
 		if !shutdown {
-			res, ok = holdOutcome(rec, upSeen, r.readyDelay, r.deadline, now)
+			res, ok = holdOutcome(rec, upSeen, r.readyDelay, now)
 		}
 		if !ok {
 			if at := time.Unix(0, upSeen).Add(r.readyDelay); next.IsZero() || at.Before(next) {
@@ -278,7 +316,7 @@ func (h *holds) settle(a *app, now time.Time, shutdown bool) (next time.Time) {
 	for _, x := range out {
 		x.r.timer.Stop()
 		h.drop(a)
-		x.r.done(x.res)
+		x.r.done(x.res, rec)
 	}
 	return next
 }
@@ -331,27 +369,34 @@ func (q *holdQueue) remove(r *holder) {
 }
 
 // wait holds the request on the caller's goroutine until the hold ends or ctx
-// does (holdGone).
-func (h *holds) wait(ctx context.Context, a *app, maxHeld int, readyDelay time.Duration, deadline time.Time) holdResult {
-	ch := make(chan holdResult, 1)
-	r, res := h.start(a, maxHeld, readyDelay, deadline, func(res holdResult) { ch <- res })
+// does (holdGone). It returns how the hold ended and the record it ended on.
+func (h *holds) wait(ctx context.Context, a *app, maxHeld int, readyDelay, failTimeout time.Duration, deadline time.Time) (holdResult, *Record) {
+	ch := make(chan holdEnd, 1)
+	r, res, rec := h.start(a, maxHeld, readyDelay, failTimeout, deadline, func(res holdResult, rec *Record) { ch <- holdEnd{res, rec} })
 	if r == nil {
-		return res
+		return res, rec
 	}
 	return h.await(ctx, a, r, ch)
 }
 
+// holdEnd is how a hold ended, and the app's record it ended on.
+type holdEnd struct {
+	res holdResult
+	rec *Record
+}
+
 // await waits for the result of r, sent on ch, or for ctx to end.
-func (h *holds) await(ctx context.Context, a *app, r *holder, ch <-chan holdResult) holdResult {
+func (h *holds) await(ctx context.Context, a *app, r *holder, ch <-chan holdEnd) (holdResult, *Record) {
+	var end holdEnd
 	select {
-	case res := <-ch:
-		return res
+	case end = <-ch:
 	case <-ctx.Done():
 		if h.cancel(a, r) {
-			return holdGone
+			return holdGone, nil
 		}
-		return <-ch
+		end = <-ch
 	}
+	return end.res, end.rec
 }
 
 // loop is the app's waiter loop, run while requests are held for it: it settles

@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -52,6 +53,9 @@ type Job struct {
 
 	kicks chan string
 	sem   chan struct{}
+	// holder names this job to the store's locks (Locker.LockAs): random, so
+	// that no other job, on this node or another, ever matches it.
+	holder string
 
 	mu      sync.Mutex
 	running map[string]bool // an app's step runs
@@ -82,6 +86,7 @@ func NewJob(opts JobOptions) *Job {
 		opts:           opts,
 		log:            opts.Logger,
 		kicks:          make(chan string, 1024),
+		holder:         rand.Text(),
 		sem:            make(chan struct{}, opts.Workers),
 		running:        map[string]bool{},
 		again:          map[string]bool{},

@@ -58,10 +58,17 @@ func (p *Plugin) liveEvents(ex *plugin.Exchange) *plugin.Answer {
 		ans.Header.Set("Retry-After", "5")
 		return ans
 	}
-	ex.OnDone(func() { e.live.Add(-1) })
 	if st.Asleep() {
-		e.asks.ask(a, time.Now())
+		// A stream asks for the wake as the page's request did: past a wake
+		// limit, it is refused like that request (a script cannot open streams
+		// to wake apps the limit refuses it).
+		if wait, limited := e.askWake(a, st, ex.ClientIP, time.Now()); limited {
+			e.live.Add(-1)
+			ans, _ := p.tooManyWakesAnswer(ex, kindPoll, st, wait) // JSON: no error
+			return ans
+		}
 	}
+	ex.OnDone(func() { e.live.Add(-1) })
 	h := http.Header{}
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")

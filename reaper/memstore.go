@@ -47,6 +47,10 @@ type MemStore struct {
 	settings Settings
 	queues   map[string]*memQueue // by webhook (memstore_queue.go)
 	gen      uint64               // bumped by every change that the state file holds
+	// savedAccess are the access times as the state file last got them: an
+	// access time that moves past its saved one by more than interval is saved
+	// soon (TouchAccess), not at the next periodic save.
+	savedAccess map[string]time.Time
 
 	watchers  Watchers // watchers.go; its own lock
 	persister          // statefile.go
@@ -73,9 +77,11 @@ func NewMemStore(opts MemStoreOptions) (*MemStore, error) {
 		history:  map[string][]Transition{},
 		access:   map[string]time.Time{},
 		asks:     map[string]memAsk{},
-		inflight: map[string]memInFlight{},
-		locks:    map[string]memLockEntry{},
-		queues:   map[string]*memQueue{},
+
+		savedAccess: map[string]time.Time{},
+		inflight:    map[string]memInFlight{},
+		locks:       map[string]memLockEntry{},
+		queues:      map[string]*memQueue{},
 	}
 	if s.interval <= 0 {
 		s.interval = DefaultSaveInterval

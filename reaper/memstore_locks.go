@@ -4,17 +4,31 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"time"
 )
 
 type memLockEntry struct {
 	token   string
 	term    uint64
+	holder  string // LockAs's holder; "" for Lock
 	expires time.Time
 }
 
 // Lock implements Locker. It never waits; a ttl of 0 or less is refused.
 func (s *MemStore) Lock(ctx context.Context, appID string, term uint64, ttl time.Duration) (Lock, error) {
+	return s.lock(ctx, appID, term, "", ttl)
+}
+
+// LockAs implements Locker.
+func (s *MemStore) LockAs(ctx context.Context, appID string, term uint64, holder string, ttl time.Duration) (Lock, error) {
+	if err := CheckLockHolder(holder); err != nil {
+		return nil, err
+	}
+	return s.lock(ctx, appID, term, holder, ttl)
+}
+
+func (s *MemStore) lock(ctx context.Context, appID string, term uint64, holder string, ttl time.Duration) (Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -25,10 +39,10 @@ func (s *MemStore) Lock(ctx context.Context, appID string, term uint64, ttl time
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l, ok := s.locks[appID]; ok && now.Before(l.expires) && !takesOver(term, l.term) {
+	if l, ok := s.locks[appID]; ok && now.Before(l.expires) && !takesOver(term, l.term) && !takesBack(holder, term, l.holder, l.term) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, appID)
 	}
-	s.locks[appID] = memLockEntry{token: token, term: term, expires: now.Add(ttl)}
+	s.locks[appID] = memLockEntry{token: token, term: term, holder: holder, expires: now.Add(ttl)}
 	return &memLock{s: s, app: appID, token: token}, nil
 }
 
@@ -73,4 +87,19 @@ func (l *memLock) Release(ctx context.Context) error {
 // since held (see Locker): only a deposed leader's, of an older term other than 0.
 func takesOver(term, held uint64) bool {
 	return held != 0 && held < term
+}
+
+// takesBack reports whether holder, asking in term, takes back a lock that
+// heldBy took in held (see Locker.LockAs): its own, of the same term.
+func takesBack(holder string, term uint64, heldBy string, held uint64) bool {
+	return holder != "" && holder == heldBy && term == held
+}
+
+// CheckLockHolder checks a holder given to Locker.LockAs: not empty, and no ':'
+// (the Valkey store keeps it in the lock's value between colons).
+func CheckLockHolder(holder string) error {
+	if holder == "" || strings.Contains(holder, ":") {
+		return fmt.Errorf("reaper: lock holder %q: want a non-empty id without ':'", holder)
+	}
+	return nil
 }

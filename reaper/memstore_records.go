@@ -52,7 +52,8 @@ func (s *MemStore) PutRecord(ctx context.Context, rec Record) error {
 	}
 	s.records[rec.AppID] = rec
 	if from != rec.Status {
-		s.appendHistoryLocked(Transition{AppID: rec.AppID, From: from, To: rec.Status, Cause: rec.Cause, At: rec.LastStatusUpdate})
+		s.appendHistoryLocked(Transition{AppID: rec.AppID, From: from, To: rec.Status, Cause: rec.Cause, At: rec.LastStatusUpdate,
+			Phases: UpPhases(from, rec)})
 	}
 	s.gen++
 	s.mu.Unlock()

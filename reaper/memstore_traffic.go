@@ -12,19 +12,33 @@ type memInFlight struct {
 
 // TouchAccess implements TrafficStore. Times are compared on the wall clock, as
 // they will be after a restart.
+//
+// An access time that moves more than the save interval past the one the state
+// file holds is saved soon, not at the next periodic save: the first request
+// after a quiet time moves an idle clock by all that time, and a crash (SIGKILL,
+// power loss) before the periodic save would give the app back its old clock, and
+// put it to sleep as much earlier than its grace period says (up to the whole
+// grace period). So a crash costs an idle clock at most the save interval.
 func (s *MemStore) TouchAccess(ctx context.Context, access map[string]time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	soon := false
 	s.mu.Lock()
 	for app, at := range access {
 		at = at.Round(0)
 		if old, ok := s.access[app]; !ok || at.After(old) {
 			s.access[app] = at
 			s.gen++
+			if at.Sub(s.savedAccess[app]) > s.interval {
+				soon = true
+			}
 		}
 	}
 	s.mu.Unlock()
+	if soon {
+		s.saveSoon()
+	}
 	return nil
 }
 

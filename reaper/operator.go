@@ -27,15 +27,34 @@ func (h *KeepWarm) Active(now time.Time) bool { return h != nil && now.Before(h.
 // app to sleep as soon as nothing is in flight, even if it is not idle yet. With
 // Force, keep-up ranges and a hold do not keep it awake either; nothing ever cuts
 // a request in flight.
+//
+// A forced ask may also stop an app in Error or stuck waking (From says which):
+// it is pending while the app stays in that status, and stops it at the next
+// look (in Error, once nothing is in flight).
 type SleepAsk struct {
 	At    time.Time `json:"at"`
 	By    string    `json:"by,omitempty"`
 	Force bool      `json:"force,omitempty"`
+	// From is the status a forced ask stops the app from, when not Up: Error
+	// or WaitingForUp.
+	From Status `json:"from,omitempty"`
 }
 
 // Pending reports whether the ask still applies to rec.
 func (s *SleepAsk) Pending(rec Record) bool {
-	return s != nil && rec.Status == StatusUp && !s.At.Before(rec.LastUpAt)
+	return s != nil && (s.From == "" && rec.Status == StatusUp && !s.At.Before(rec.LastUpAt) || s.stopsStuck(rec))
+}
+
+// stopsStuck reports whether the ask is an operator's forced stop of rec, an
+// app in Error or stuck waking, asked since it reached that status.
+func (s *SleepAsk) stopsStuck(rec Record) bool {
+	return s != nil && s.Force && s.From != "" && rec.Status == s.From && !s.At.Before(rec.LastStatusUpdate)
+}
+
+// stuckStop reports whether rec, in WaitingForShutdown, is the forced stop of
+// an app that was in Error or stuck waking (asked since it last came up).
+func (s *SleepAsk) stuckStop(rec Record) bool {
+	return s != nil && s.Force && s.From != "" && !s.At.Before(rec.LastUpAt)
 }
 
 // WakeTimes are the phases of one wake, as far as they went: the wake asked (the

@@ -55,6 +55,27 @@ func afterStop(next Record, upActionAt time.Time, err error, now time.Time) Reco
 	return toError(next, "the stop failed: "+err.Error(), now)
 }
 
+// afterStuckStop is the record once the platform answered an operator's forced
+// stop of an app in Error or stuck waking: prev is the app before it, next
+// Decide's record (WaitingForShutdown). A stop refused for now leaves prev as it
+// was, the ask still pending (the next look sends it again); refused for good
+// (the app must not be stopped), prev with the ask dropped; any other failure
+// is an Error.
+func afterStuckStop(prev, next Record, err error, now time.Time) Record {
+	switch {
+	case err == nil:
+		next.StopSentAt = now
+		return next
+	case errors.Is(err, paas.ErrNotShutdownable):
+		back := withheld(prev, next)
+		back.SleepAsk = nil
+		return back
+	case paas.Retryable(err):
+		return withheld(prev, next)
+	}
+	return toError(next, "the stop failed: "+err.Error(), now)
+}
+
 // CauseRequestWhileStopping is why an app marked WaitingForShutdown stays up: a
 // request came after the decision, before the stop was sent.
 const CauseRequestWhileStopping = "a request arrived while it was going to sleep"

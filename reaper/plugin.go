@@ -121,7 +121,8 @@ func (p *Plugin) Cleanup() error {
 func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 	if ph := resumedHold(ex); ph != nil {
 		// A parked request resumed: its hold has ended.
-		if answer, done := p.afterHold(ex, ph.result()); done {
+		res, rec := ph.result()
+		if answer, done := p.afterHold(ex, res, rec); done {
 			return answer, nil
 		}
 		return p.holdThenAdmit(ex)
@@ -159,11 +160,13 @@ func (p *Plugin) respond(ex *plugin.Exchange, k requestKind, st Status) (*plugin
 		return nil, nil
 	}
 	now := time.Now()
+	if v.wake {
+		if wait, limited := p.engine.askWake(p.app, st, ex.ClientIP, now); limited {
+			return p.tooManyWakesAnswer(ex, k, st, wait) // no wake, and no traffic
+		}
+	}
 	if v.touch {
 		p.app.touch(now)
-	}
-	if v.wake {
-		p.engine.asks.ask(p.app, now)
 	}
 	return p.answer(ex, v.reply, st)
 }
@@ -273,18 +276,33 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 // never saw it), a poll gets its status answer and a monitor its 200 — neither
 // wakes anything beyond what the protocol says. If the app is still up
 // (overloaded, refusing connections), the usual 502 is given at once: holding
-// requests for an app that is up would let anyone pile them up. Requests waiting
+// requests for an app that is up would let anyone pile them up. An app in Error
+// is not running: its requests get the 503 "could not be started" at once (the
+// job leaves an app in Error alone, so no verdict would come). Requests waiting
 // for the job's verdict count against max_held.
 func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (plugin.DialAction, *plugin.Answer) {
 	if ph := resumedHold(ex); ph != nil {
 		// A request parked after the failure resumed: its hold has ended.
-		if answer, done := p.afterHold(ex, ph.result()); done {
+		res, rec := ph.result()
+		if answer, done := p.afterHold(ex, res, rec); done {
 			return dialAction(answer, nil)
 		}
 		return dialAction(p.holdThenAdmit(ex))
 	}
 	a := p.app
+	if ex.Value(resendKey{}) != nil && a.status() == StatusUp {
+		// Released from a hold, and sent again for as long as its wake allowed
+		// (resend.go): looking at the app again would only delay the 502.
+		return plugin.DialPass, nil
+	}
 	k := p.classify(ex.Request)
+	if a.status() == StatusError {
+		// Not running, and the job leaves an app in Error alone until an
+		// operator resets it: say that it could not be started, rather than
+		// a 502 from its dead backend after waiting for a verdict that cannot
+		// come.
+		return dialAction(p.errorAnswer(ex, k))
+	}
 	if !p.engine.holds.take(a, p.MaxHeld) {
 		return plugin.DialAnswer, p.tooManyAnswer(ex, a.status())
 	}
@@ -294,6 +312,17 @@ func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (plugin.DialAct
 		return plugin.DialPass, nil
 	}
 	return dialAction(p.respond(ex, k, a.status()))
+}
+
+// errorAnswer answers a request of kind k for an app in Error that cannot be
+// reached: the waiting page, which says so, for a browser the route gives it to;
+// the 503 "could not be started", with its cause, otherwise.
+func (p *Plugin) errorAnswer(ex *plugin.Exchange, k requestKind) (*plugin.Answer, error) {
+	ex.Outcome = OutcomeError
+	if k == kindBrowser && p.AllowWaitingPage {
+		return p.waitingPage(ex, StatusError)
+	}
+	return p.failedAnswer(ex, nil), nil
 }
 
 // dialAction says what an answer of the protocol means after a dial failure: no

@@ -80,7 +80,7 @@ func (r *Route) Hold(ctx context.Context, deadline time.Time) (done func(ok bool
 	if r.a.status().Asleep() {
 		r.AskWake()
 	}
-	res := r.e.holds.wait(ctx, r.a, r.cfg.MaxHeld, r.readyDelay, deadline)
+	res, _ := r.e.holds.wait(ctx, r.a, r.cfg.MaxHeld, r.readyDelay, r.cfg.FailTimeout.D(), deadline)
 	if res != holdGone && res != holdReady {
 		r.e.observer.HeldWait(r.a.id, time.Since(start))
 	}

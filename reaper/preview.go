@@ -3,10 +3,12 @@ package reaper
 import (
 	"crypto/subtle"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/reapergw/reaper/page"
 	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/ratelimit"
 )
 
 // WellKnownPreviewPath shows the route's waiting page (built-in or custom) as
@@ -27,11 +29,10 @@ func (p *Plugin) preview(ex *plugin.Exchange) (*plugin.Answer, error) {
 		return a, nil
 	}
 	r := ex.Request
-	if !p.AllowPreview && !p.engine.adminBearer(r.Header.Get("Authorization")) {
-		a := plugin.JSONAnswer(http.StatusUnauthorized, map[string]any{
-			"error": "the preview asks for the node's admin token (Authorization: Bearer <node.admin_token>), or allow_preview on the route"})
-		a.Header.Set("WWW-Authenticate", `Bearer realm="reaper"`)
-		return a, nil
+	if !p.AllowPreview {
+		if a := p.engine.previewDoor(ex); a != nil {
+			return a, nil
+		}
 	}
 	q := r.URL.Query()
 	st := StatusDown
@@ -87,6 +88,31 @@ func (p *Plugin) previewProgress(st Status) page.Progress {
 		pr.Asked, pr.Waited, pr.Accepted, pr.Up = true, boot, 100*time.Millisecond, boot
 	}
 	return pr
+}
+
+// doorPreview names the preview in the log of failed attempts at the token.
+const doorPreview = "waiting page preview"
+
+// previewDoor checks the admin token of a preview: nil when it is right. A
+// wrong one counts against the client's budget of failures, which the admin
+// listener's doors share (EngineOptions.Failures); a client out of budget
+// gets 429 and Retry-After whatever it sends.
+func (e *Engine) previewDoor(ex *plugin.Exchange) *plugin.Answer {
+	now, client := time.Now(), ratelimit.Key(ex.ClientIP)
+	if wait, limited := e.failures.Limited(client, doorPreview, now); limited {
+		a := plugin.JSONAnswer(http.StatusTooManyRequests, map[string]any{
+			"error": "too many failed attempts at the admin token from your address; try again later"})
+		a.Header.Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+		return a
+	}
+	if e.adminBearer(ex.Request.Header.Get("Authorization")) {
+		return nil
+	}
+	e.failures.Failed(client, doorPreview, now)
+	a := plugin.JSONAnswer(http.StatusUnauthorized, map[string]any{
+		"error": "the preview asks for the node's admin token (Authorization: Bearer <node.admin_token>), or allow_preview on the route"})
+	a.Header.Set("WWW-Authenticate", `Bearer realm="reaper"`)
+	return a
 }
 
 // adminBearer reports whether an Authorization header value carries the

@@ -197,7 +197,7 @@ func TestHolds_ReleaseOldestFirstThroughTheWindow(t *testing.T) {
 		var mu sync.Mutex
 		var order []int
 		hold := func(i int) {
-			h, res := e.holds.start(a, 100, 0, time.Now().Add(time.Hour), func(res holdResult) {
+			h, res, _ := e.holds.start(a, 100, 0, time.Hour, time.Now().Add(time.Hour), func(res holdResult, _ *Record) {
 				if res != holdReleased {
 					t.Errorf("request %d: %v, want released", i, res)
 				}

@@ -177,6 +177,9 @@ func (s *MemStore) save() error {
 		s.failing = false
 	}
 	s.savedGen = gen
+	s.mu.Lock()
+	s.savedAccess = st.Access // a copy, which nothing else keeps
+	s.mu.Unlock()
 	s.log.Debug("reaper: state saved", "path", s.path, "bytes", len(data)+1, "took", time.Since(start))
 	return nil
 }
@@ -247,6 +250,7 @@ func (s *MemStore) load(now time.Time) {
 	}
 	for app, at := range st.Access {
 		s.access[app] = at
+		s.savedAccess[app] = at
 	}
 	dropped := 0
 	for app, a := range st.Asks {

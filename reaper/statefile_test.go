@@ -201,14 +201,22 @@ func TestStateFile_PeriodicSave(t *testing.T) {
 			defer close(ran)
 			s.Run(ctx)
 		}()
-		touched := time.Now().Add(-time.Minute)
+		// The app's first access is saved soon (TouchAccess); a touch that moves
+		// it less than the interval waits for the periodic save.
+		first := time.Now().Add(-time.Minute)
+		if err := s.TouchAccess(t.Context(), map[string]time.Time{"a": first}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		touched := first.Add(10 * time.Second)
 		if err := s.TouchAccess(t.Context(), map[string]time.Time{"a": touched}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(14 * time.Second)
+		time.Sleep(13 * time.Second)
 		synctest.Wait()
-		if _, err := os.Stat(path); !os.IsNotExist(err) {
-			t.Fatalf("state file written before the interval (stat err %v); a touch is not a transition", err)
+		if got, _ := reopen(t, path).LastAccess(t.Context()); !got["a"].Equal(first) {
+			t.Fatalf("before the interval the state file holds access %v, want a=%v (a touch of 10 s is not saved at once)", got, first)
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -466,4 +474,59 @@ func TestStateFile_RestartKeepsQueuedWebhookEvents(t *testing.T) {
 	if evs, _ := r.Pending(ctx, "ops", 100); len(evs) != 2 {
 		t.Fatalf("after queueing e3 again: %d events, want 2", len(evs))
 	}
+}
+
+// The first request after a quiet time moves an app's idle clock by all that
+// time: it is saved within moments, not at the next periodic save, so a node
+// killed (SIGKILL) right after does not give the app back its old clock and put
+// it to sleep a grace period early. Smaller moves wait for the periodic save: a
+// crash costs an idle clock at most the save interval.
+func TestStateFile_IdleClockMovedAfterAQuietTimeSavedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "state.json")
+		log, logs := newLogger()
+		s := newMemStore(t, reaper.MemStoreOptions{Path: path, Interval: 15 * time.Second, Logger: log}) // no Run: no periodic save
+		quiet := time.Now().Add(-14 * time.Minute)
+		if err := s.TouchAccess(t.Context(), map[string]time.Time{"a": quiet}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		saves := logs.Lines(savedLine)
+
+		// 14 minutes later, a request: the clock moves by 14 minutes.
+		now := time.Now()
+		if err := s.TouchAccess(t.Context(), map[string]time.Time{"a": now}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got, _ := reopen(t, path).LastAccess(t.Context()); !got["a"].Equal(now.Round(0)) {
+			t.Fatalf("a second after the first request in 14 min, the state file holds access %v, want a=%v", got["a"], now)
+		}
+		if n := logs.Lines(savedLine) - saves; n != 1 {
+			t.Fatalf("%d saves for the move, want 1", n)
+		}
+
+		// Requests every few seconds move it by less than the interval: no save each time.
+		for range 3 {
+			time.Sleep(4 * time.Second)
+			if err := s.TouchAccess(t.Context(), map[string]time.Time{"a": time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if n := logs.Lines(savedLine) - saves; n != 1 {
+			t.Fatalf("%d saves after touches 4 s apart, want still 1 (they wait for the periodic save)", n)
+		}
+		time.Sleep(4 * time.Second) // 16 s past the saved clock
+		if err := s.TouchAccess(t.Context(), map[string]time.Time{"a": time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := logs.Lines(savedLine) - saves; n != 2 {
+			t.Fatalf("%d saves once the clock moved 16 s past the saved one, want 2", n)
+		}
+	})
 }

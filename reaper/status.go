@@ -103,6 +103,8 @@ type Record struct {
 	SleepAsk *SleepAsk `json:"sleep_ask,omitempty"`
 	// Wake times the current or last wake, phase by phase.
 	Wake *WakeTimes `json:"wake,omitempty"`
+	// Boots are the app's failed boots in a row, nil when none (boots.go).
+	Boots *FailedBoots `json:"failed_boots,omitempty"`
 	// SavingSince is when reaper's stop put the app Down, while it stays Down;
 	// Saved sums the closed stretches (see savings.go).
 	SavingSince time.Time  `json:"saving_since,omitzero"`
@@ -137,6 +139,22 @@ type Transition struct {
 	Node string `json:"node,omitempty"`
 	// Hold is the hold an EventHold entry set.
 	Hold *KeepWarm `json:"hold,omitempty"`
-	// Phases are the times of an EventWake entry.
+	// Phases are the times of an EventWake entry, and of the change of status
+	// from WaitingForUp to Up (the wake as far as the platform goes: see
+	// UpPhases).
 	Phases *WakeTimes `json:"phases,omitempty"`
+}
+
+// UpPhases is what a store puts in the Phases of the history entry of a
+// change of status from `from` to rec's: rec's wake when the app came up after
+// one (WaitingForUp → Up), else nil. That entry is the wake's record as far as
+// the platform goes; the node that answers the first held request adds an
+// EventWake entry with the last phase. One entry for each, so a history lists
+// a wake once, and its first answer once per node that answered one.
+func UpPhases(from Status, rec Record) *WakeTimes {
+	if from != StatusWaitingForUp || rec.Status != StatusUp || rec.Wake == nil {
+		return nil
+	}
+	w := *rec.Wake
+	return &w
 }

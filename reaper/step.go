@@ -38,16 +38,18 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	next.Term = term
 	j.act(ctx, lock, t, rec, next, act, in, pd, now)
 	if act == ActionNone {
-		j.lookWhenUncertainStartDue(termCtx, next, now)
+		j.lookWhenDue(termCtx, next, now)
 	}
 }
 
 // lockApp takes the app's lock in the store for this term, kept while the step
 // runs: the returned context ends if it is lost (a newer leader took it over).
 // false: another decider has it (its result reaches us through the store), or
-// the store failed.
+// the store failed. It takes the lock as this job's holder: no other step of the
+// app runs (schedule), so a lock of this job and term found in the store is one
+// a store outage made it lose track of, and it is taken back at once.
 func (j *Job) lockApp(ctx context.Context, term uint64, id string) (context.Context, *heldLock, bool) {
-	lock, err := j.opts.Store.Lock(ctx, id, term, j.opts.LockTTL)
+	lock, err := j.opts.Store.LockAs(ctx, id, term, j.holder, j.opts.LockTTL)
 	if errors.Is(err, ErrLocked) {
 		return nil, nil, false
 	}
@@ -56,13 +58,14 @@ func (j *Job) lockApp(ctx context.Context, term uint64, id string) (context.Cont
 		return nil, nil, false
 	}
 	ctx, stopKeeping := j.keepLock(ctx, lock, id)
-	return ctx, &heldLock{j: j, lock: lock, stopKeeping: stopKeeping}, true
+	return ctx, &heldLock{j: j, lock: lock, app: id, stopKeeping: stopKeeping}, true
 }
 
 // heldLock is an app's lock while its step runs.
 type heldLock struct {
 	j           *Job
 	lock        Lock
+	app         string
 	stopKeeping func()
 }
 
@@ -78,7 +81,7 @@ func (l *heldLock) stillOurs(ctx context.Context) bool {
 // release stops keeping the lock and frees it.
 func (l *heldLock) release(ctx context.Context) {
 	l.stopKeeping()
-	l.j.release(context.WithoutCancel(ctx), l.lock)
+	l.j.release(context.WithoutCancel(ctx), l.lock, l.app)
 }
 
 // current reads the app's record (a new one in WaitingForInit if it has none) and
@@ -212,14 +215,21 @@ func (j *Job) keepLock(ctx context.Context, lock Lock, id string) (context.Conte
 
 // release frees the app's lock. If the store fails to (a network blip), it tries
 // again a few times, so that the app is not kept from its next decision until the
-// lock's TTL runs out; past that, the TTL frees it.
-func (j *Job) release(ctx context.Context, lock Lock) {
+// lock's TTL runs out; past that (a store outage), this job takes the lock back at
+// its next step of the app (Locker.LockAs), and the TTL frees it for the others.
+func (j *Job) release(ctx context.Context, lock Lock, app string) {
 	wait := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := lock.Release(rctx)
 		cancel()
-		if err == nil || attempt == 4 {
+		if err == nil {
+			return
+		}
+		if attempt == 4 {
+			// Not throttled with the other store errors: rare (a step cut by an
+			// outage), and it says why the app waits.
+			j.log.Warn("releasing an app's lock failed; this leader takes it back at its next look, others wait for its ttl", "app", app, "err", err)
 			return
 		}
 		t := time.NewTimer(wait)
@@ -244,15 +254,21 @@ func (j *Job) input(id string, obs paas.Observation, pd *passData) Input {
 	return Input{Observation: obs, LastAccess: la, Busy: busy > 0 || pd.inFlight[id] > 0, WakeAsked: asked, WakeAskedAt: askedAt}
 }
 
-// lookWhenUncertainStartDue looks at the app again when a start not known to be
-// accepted (its leader may have died before the call went out) is due to be sent
-// again, rather than at the next tick: Decide waits UncertainStartGrace for it.
+// lookWhenDue looks at the app again when a start is due that the next tick
+// would send late: a start not known to be accepted (its leader may have died
+// before the call went out), which Decide sends again after
+// UncertainStartGrace, or a start held back by the back-off of a failed boot.
 // ctx is the term's: a look asked after the term ended is dropped.
-func (j *Job) lookWhenUncertainStartDue(ctx context.Context, rec Record, now time.Time) {
-	if rec.Status != StatusWaitingForUp || !rec.RetryStart {
+func (j *Job) lookWhenDue(ctx context.Context, rec Record, now time.Time) {
+	var due time.Duration
+	switch {
+	case rec.Boots.backingOff(now) && (rec.Status == StatusWaitingForUp || rec.Status == StatusDown):
+		due = rec.Boots.RetryAt.Sub(now)
+	case rec.Status == StatusWaitingForUp && rec.RetryStart:
+		due = rec.StartSentAt.Add(UncertainStartGrace).Sub(now)
+	default:
 		return
 	}
-	due := rec.StartSentAt.Add(UncertainStartGrace).Sub(now)
 	if due <= 0 || due >= j.opts.FastInterval {
 		return // due now (the next tick is soon enough), or later than the next tick
 	}
@@ -299,8 +315,15 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 			return // the next leader sees WaitingForShutdown and the app still up
 		}
 	}
-	if j.trafficSince(ctx, t.app.ID, in.LastAccess) {
+	// An app stuck waking serves nothing (its requests are held); one in Error
+	// does: a request since the decision withdraws the stop (the ask stays, for
+	// the next look).
+	stuck := next.SleepAsk.stuckStop(next)
+	if !(stuck && next.SleepAsk.From == StatusWaitingForUp) && j.trafficSince(ctx, t.app.ID, in.LastAccess) {
 		back := stopWithdrawn(next, prev.ActionAt, j.opts.Now())
+		if stuck {
+			back = withheld(prev, next)
+		}
 		j.write(ctx, next, &back)
 		return
 	}
@@ -318,6 +341,9 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 		j.log.Warn("stopping an app failed; it stays up and is looked at again", "app", t.app.ID, "err", err)
 	}
 	after := afterStop(next, prev.ActionAt, err, j.opts.Now())
+	if stuck {
+		after = afterStuckStop(prev, next, err, j.opts.Now())
+	}
 	j.write(ctx, next, &after)
 	if err == nil {
 		j.log.Info("app put to sleep", "app", t.app.ID, "cause", next.Cause)
@@ -421,13 +447,9 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 	j.opts.Engine.Apply(*next)
 	j.opts.Engine.written(ctx, prev, *next)
 	if prev.Status == StatusWaitingForUp && next.Status == StatusUp && next.Wake != nil {
-		// The phases as far as the platform goes; the first node to answer a
-		// held request adds the last one (Engine.wakeAnswered).
-		ev := Transition{AppID: next.AppID, From: next.Status, To: next.Status, At: next.LastStatusUpdate, Kind: EventWake,
-			Node: j.opts.Engine.opts.Node, Phases: next.Wake, Cause: "the platform reports it up"}
-		if err := j.opts.Store.AddEvent(ctx, ev); err != nil {
-			j.apiErr.log(j.log, "adding a wake's phases to the history failed", err)
-		}
+		// The phases as far as the platform goes are in the history entry of
+		// the change to Up (UpPhases); the first node to answer a held request
+		// adds the last one (Engine.wakeAnswered).
 		for _, ph := range next.Wake.Durations() {
 			j.observer().WakePhase(next.AppID, ph.Phase, time.Duration(ph.Seconds*float64(time.Second)))
 		}

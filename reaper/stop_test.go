@@ -61,7 +61,15 @@ func TestJob_AStopNeverSentIsDecidedAgain(t *testing.T) {
 type flakyExtendStore struct{ *MemStore }
 
 func (s flakyExtendStore) Lock(ctx context.Context, app string, term uint64, ttl time.Duration) (Lock, error) {
-	l, err := s.MemStore.Lock(ctx, app, term, ttl)
+	return flaky(s.MemStore.Lock(ctx, app, term, ttl))
+}
+
+// LockAs is how the job takes its locks.
+func (s flakyExtendStore) LockAs(ctx context.Context, app string, term uint64, holder string, ttl time.Duration) (Lock, error) {
+	return flaky(s.MemStore.LockAs(ctx, app, term, holder, ttl))
+}
+
+func flaky(l Lock, err error) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -96,6 +96,16 @@ type Locker interface {
 	// fenced by term anyway, and its lock must not keep its successor from an app
 	// for a whole ttl). A lock taken in term 0 is never taken over.
 	Lock(ctx context.Context, appID string, term uint64, ttl time.Duration) (Lock, error)
+	// LockAs is Lock on behalf of holder, an id unique to one decider (the job
+	// draws a random one): besides a deposed leader's lock, it takes over at once
+	// a lock that the same holder took in the same term — a lock the holder lost
+	// track of, whose release failed while the store was unreachable, or whose
+	// Lock call took it on the server but lost its answer. The caller promises
+	// that it does not hold the app's lock when it calls LockAs (the job never
+	// runs two steps of one app at once). A lock of another holder, or of the
+	// same holder in another term, is taken over only as Lock says. holder must
+	// not be empty nor contain ':'.
+	LockAs(ctx context.Context, appID string, term uint64, holder string, ttl time.Duration) (Lock, error)
 }
 
 // Lock is a held per-app lock. Its methods act only if the lock is still ours

@@ -88,10 +88,76 @@ func (e *Engine) Flush(ctx context.Context) {
 			}
 		}
 	}
-	if err := e.store.SetInFlight(ctx, e.opts.Node, counts, 3*e.opts.FlushInterval); err != nil {
-		e.flushErr.log(e.log, "writing in-flight counts to the store failed", err)
-	}
+	e.writeInFlight(ctx, counts)
 	e.sweep()
+}
+
+// flushedCounts is what this node last wrote of its in-flight counts to the store, and
+// until when the store keeps them for sure: its part of the store's sums, which
+// OpenEverywhere takes out to put its exact counts in.
+type flushedCounts struct {
+	counts map[string]int
+	live   time.Time
+}
+
+// writeInFlight writes this node's counts and remembers them. A write that failed
+// may or may not have reached the store: the store then holds the old counts or
+// the new ones, so what it surely holds is the smaller of the two, for as long as
+// the old ones live.
+func (e *Engine) writeInFlight(ctx context.Context, counts map[string]int) {
+	ttl := 3 * e.opts.FlushInterval
+	e.inFlightMu.Lock()
+	defer e.inFlightMu.Unlock()
+	before := time.Now() // the store counts the ttl from later: the counts live at least until before+ttl
+	err := e.store.SetInFlight(ctx, e.opts.Node, counts, ttl)
+	if err == nil {
+		e.flushedCounts = flushedCounts{counts: counts, live: before.Add(ttl)}
+		return
+	}
+	e.flushErr.log(e.log, "writing in-flight counts to the store failed", err)
+	surely := map[string]int{}
+	for id, n := range e.flushedCounts.counts {
+		if m := min(n, counts[id]); m > 0 {
+			surely[id] = m
+		}
+	}
+	e.flushedCounts.counts = surely
+}
+
+// OpenEverywhere returns, per app, the requests, connections and held requests
+// open over every node: the store's sums (the other nodes' counts as of their last
+// flush) with this node's part, as of its own last flush, replaced by its exact
+// count now. So a request that ended here a moment ago is not counted as open for
+// up to a flush interval (an operator's "sleep now" right after the last request
+// would be refused); another node's request still is until that node flushes.
+// Apps with nothing open are absent. It blocks on the store, and while this
+// node's counts are being written.
+func (e *Engine) OpenEverywhere(ctx context.Context) (map[string]int, error) {
+	e.inFlightMu.Lock()
+	defer e.inFlightMu.Unlock()
+	sums, err := e.store.InFlight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	mine := e.flushedCounts
+	live := time.Now().Before(mine.live)
+	for id, n := range sums {
+		if live {
+			n -= mine.counts[id]
+		}
+		if n > 0 {
+			out[id] = n
+		}
+	}
+	e.mu.RLock()
+	for id, a := range e.apps {
+		if n := a.inFlight.Load() + a.held.Load(); n > 0 {
+			out[id] += int(n)
+		}
+	}
+	e.mu.RUnlock()
+	return out, nil
 }
 
 // sweep lets go of the apps no route manages any more, once nothing passes

@@ -45,11 +45,26 @@ func (w *wakeAsks) setAsker(a Asker) { w.asker.Store(&askerBox{a}) }
 // ask asks for the app to be woken, unless this node asked less than interval
 // ago.
 func (w *wakeAsks) ask(a *app, now time.Time) {
+	if _, ok := w.claim(a, now); ok {
+		go w.send(a, now)
+	}
+}
+
+// claim takes the app's next ask at now, as ask does, without sending it; it
+// returns false when this node asked less than interval ago. The caller sends
+// the ask (send), or gives it back with unclaim and the time claim returned.
+func (w *wakeAsks) claim(a *app, now time.Time) (prev int64, ok bool) {
 	last := a.lastAsk.Load()
 	if now.UnixNano()-last < int64(w.interval) || !a.lastAsk.CompareAndSwap(last, now.UnixNano()) {
-		return
+		return 0, false
 	}
-	go w.send(a, now)
+	return last, true
+}
+
+// unclaim gives back an ask claimed at now and never sent: the next request
+// may ask at once.
+func (w *wakeAsks) unclaim(a *app, prev int64, now time.Time) {
+	a.lastAsk.CompareAndSwap(now.UnixNano(), prev)
 }
 
 // askSoon asks for a wake past the usual coalescing, but at most once a second:

@@ -137,9 +137,10 @@ func sleepCmd(ctx context.Context, args []string, env func(string) (string, bool
 		"Puts the app to sleep now, once nothing is in flight. The API refuses (exit 5, with\n"+
 			"the reason) when the app is not Up, has open requests, is in a keep-up range or\n"+
 			"held awake; --force overrides the last three (ending the hold), yet never cuts a\n"+
-			"request: the app sleeps once they end.", env, stdout, stderr)
+			"request: the app sleeps once they end. --force also stops an app in Error or stuck\n"+
+			"waking, which nothing else stops while the node runs.", env, stdout, stderr)
 	c.addBy(fs)
-	force := fs.Bool("force", false, "put it to sleep even when busy, held or in a keep-up range")
+	force := fs.Bool("force", false, "put it to sleep even when busy, held, in a keep-up range, in Error or stuck waking")
 	pos, err := c.parse(fs, args, 1, 1)
 	if err != nil {
 		return err

@@ -69,7 +69,7 @@ func (n *node) dashboard(api http.Handler) *dashboard.Dashboard {
 	}
 	opts := dashboard.Options{
 		Token: n.cfg.Node.AdminToken.Reveal(), API: api, Node: n.cfg.Node.ID, Logger: n.log,
-		Store: n.cfg.Store.Driver,
+		Store: n.cfg.Store.Driver, Failures: n.parts.doors, TrustedProxies: n.cfg.Node.TrustedProxiesPrefixes(),
 		// Every full pass checks every app: three missed passes mean trouble.
 		StaleAfter: 3*n.cfg.Reaper.JobInterval.D() + time.Minute,
 	}

@@ -84,7 +84,12 @@ func (t *adminTarget) client(prog string, env func(string) (string, bool), stder
 		a.token, _ = env("REAPER_ADMIN_TOKEN")
 	}
 	if a.token == "" {
-		fmt.Fprintf(stderr, "%s: no admin token: give --token, set REAPER_ADMIN_TOKEN, or --config a node's configuration\n", prog)
+		if t.config != "" {
+			// The configuration was given and read: what lacks is its token.
+			fmt.Fprintf(stderr, "%s: no admin token: %s has no node.admin_token (its node serves no admin API then); set it, or give --token or REAPER_ADMIN_TOKEN\n", prog, t.config)
+		} else {
+			fmt.Fprintf(stderr, "%s: no admin token: give --token, set REAPER_ADMIN_TOKEN, or --config a node's configuration\n", prog)
+		}
 		return adminClient{}, exitCode(2)
 	}
 	return a, nil

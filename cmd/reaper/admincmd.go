@@ -173,8 +173,14 @@ func (c *cli) fail(status int, body []byte, err error) error {
 		fmt.Fprintf(c.stderr, "%s: the admin API at %s cannot be reached: %s\n", c.prog, c.admin.base, c.admin.redact(err.Error()))
 		return exitCode(exitUnreachable)
 	}
-	fmt.Fprintf(c.stderr, "%s: %s (%d %s)\n", c.prog, c.admin.redact(apiError(body)), status, http.StatusText(status))
+	fmt.Fprintf(c.stderr, "%s: %s (%d %s)\n", c.prog, c.admin.redact(cliWords(apiError(body))), status, http.StatusText(status))
 	return exitCode(exitFor(status))
+}
+
+// cliWords says an API message in the command's words: a refused sleep names
+// the API's ?force=true, which a command line gives as --force.
+func cliWords(msg string) string {
+	return strings.ReplaceAll(msg, "?force=true", "--force")
 }
 
 // exitFor is the exit status for an API's answer that is not 2xx.

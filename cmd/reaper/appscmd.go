@@ -171,6 +171,8 @@ func printHistory(w io.Writer, h historyPage, now time.Time) {
 			cause = strings.TrimSpace(t.Hold.Reason + " (until " + t.Hold.Until.Local().Format(time.DateTime) + ")")
 		case t.Kind == reaper.EventWake && t.Phases != nil:
 			cause = "woke in " + phasesText(t.Phases.Total().Seconds(), t.Phases.Durations())
+		case t.Phases != nil: // the change to Up after a wake (reaper.UpPhases)
+			cause = t.Cause + " in " + phasesText(t.Phases.Total().Seconds(), t.Phases.Durations())
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", agoAt(t.At, now), t.At.Local().Format(time.DateTime),
 			kind, change(t.From, t.To), orDash(cause), orDash(t.By), orDash(t.Node))

@@ -45,6 +45,46 @@ routes:
 	}
 }
 
+func TestCheck_WarnsOfAnOpenAdminDoor(t *testing.T) {
+	check := func(node string) string {
+		t.Helper()
+		file := filepath.Join(t.TempDir(), "reaper.yaml")
+		if err := os.WriteFile(file, []byte("node:\n"+node), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		env := func(k string) (string, bool) {
+			return map[string]string{"SHORT": "hunter2", "LONG": "0123456789abcdef"}[k], true
+		}
+		if err := run(context.Background(), []string{"check", "--config", file}, env, &stdout, &stderr); err != nil {
+			t.Fatalf("check: %v\n%s", err, stderr.String())
+		}
+		return stdout.String()
+	}
+	out := check("  admin_token: ${SHORT}\n  admin_listen: 0.0.0.0:9090\n")
+	for _, want := range []string{
+		"\nwarning: node.admin_token: is 7 characters long; use at least 16 random ones",
+		"\nwarning: node.admin_listen: \"0.0.0.0:9090\" is reachable from other machines and serves plain HTTP",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("reaper check said:\n%s\nwant %q in it", out, want)
+		}
+	}
+	if strings.Contains(out, "hunter2") {
+		t.Errorf("the warning shows the token:\n%s", out)
+	}
+	for _, node := range []string{
+		"  admin_token: ${LONG}\n  admin_listen: 127.0.0.1:9090\n",
+		"  admin_token: ${LONG}\n  admin_listen: \"[::1]:9090\"\n",
+		"  admin_token: ${LONG}\n  admin_listen: localhost:9090\n",
+		"  admin_listen: 0.0.0.0:9090\n", // no token: no admin API to reach
+	} {
+		if out := check(node); strings.Contains(out, "warning") {
+			t.Errorf("%s: a warning:\n%s", node, out)
+		}
+	}
+}
+
 func TestCheck_CountsTCPRoutesAndNotesARedisProbeWithoutAPassword(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "reaper.yaml")
 	const cfg = `

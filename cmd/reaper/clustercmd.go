@@ -208,7 +208,11 @@ func probeColumns(st leader.Status, m leader.Member) (string, string) {
 		reach, rtt = "unreachable", "-"
 	}
 	if p.Self == nil {
-		return reach + "\t" + rtt + "\t-\t-", p.Error
+		note := p.Error
+		if p.LastAnswerMS != nil {
+			note += fmt.Sprintf(" (last answered %v ago)", time.Duration(*p.LastAnswerMS)*time.Millisecond)
+		}
+		return reach + "\t" + rtt + "\t-\t-", note
 	}
 	s, contact := p.Self, "-"
 	if s.LastContactMS != nil {

@@ -220,6 +220,9 @@ func checkCmd(args []string, env func(string) (string, bool), stdout, stderr io.
 		}
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d %s, driver %s, store %s)\n", *path, len(cfg.Routes), routes, cfg.PaaS.Driver, cfg.Store.Driver)
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(stdout, "warning: "+w)
+	}
 	for _, n := range cfg.ReadinessNotes() {
 		fmt.Fprintln(stdout, "note: "+n)
 	}

@@ -66,6 +66,7 @@ const testToken = "cli-test-t0ken-5ecret"
 // hour) and api, both asleep until asked.
 type testNode struct {
 	admin    string // http://host:port of its admin API
+	gateway  string // host:port of its gateway
 	config   string // its configuration file
 	dataDir  string
 	logs     *logtest.Buffer
@@ -76,8 +77,15 @@ type testNode struct {
 // end of the test.
 func startTestNode(t *testing.T) *testNode {
 	t.Helper()
+	return startTestNodeWith(t, "", "")
+}
+
+// startTestNodeWith starts a test node whose paas.apps and routes end with
+// more (YAML list items, indented as the demo apps').
+func startTestNodeWith(t *testing.T, moreApps, moreRoutes string) *testNode {
+	t.Helper()
 	demo, dir := demoApp(t), t.TempDir()
-	admin, hello, api := freeport.Addr(t), freeport.Addr(t), freeport.Addr(t)
+	gateway, admin, hello, api := freeport.Addr(t), freeport.Addr(t), freeport.Addr(t), freeport.Addr(t)
 	var apps, routes strings.Builder
 	for _, a := range []struct{ id, addr, price string }{{"hello", hello, "3.6"}, {"api", api, "0"}} {
 		fmt.Fprintf(&apps, "    - {id: %s, command: [%q, \"--listen\", %q, \"--name\", %s], ready: {tcp: %q}, stop_timeout: 3s, price_per_hour: %s}\n",
@@ -85,6 +93,8 @@ func startTestNode(t *testing.T) *testNode {
 		fmt.Fprintf(&routes, "  - {id: %s, frontend: {domains: [%s.test]}, backend: {targets: [\"http://%s\"]},\n"+
 			"     plugins: [{plugin: reaper, config: {app_id: %s, grace_period: 10m, fail_timeout: 20s}}]}\n", a.id, a.id, a.addr, a.id)
 	}
+	apps.WriteString(moreApps)
+	routes.WriteString(moreRoutes)
 	yaml := fmt.Sprintf(`node:
   id: cli
   listen: %s
@@ -97,7 +107,7 @@ paas:
   driver: process
   apps:
 %sroutes:
-%s`, freeport.Addr(t), admin, testToken, filepath.Join(dir, "data"), apps.String(), routes.String())
+%s`, gateway, admin, testToken, filepath.Join(dir, "data"), apps.String(), routes.String())
 	path := filepath.Join(dir, "reaper.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -119,7 +129,7 @@ paas:
 			t.Logf("the node's log:\n%s", logs.String())
 		}
 	})
-	return &testNode{admin: "http://" + admin, config: path, dataDir: filepath.Join(dir, "data"), logs: logs, shutdown: shutdown}
+	return &testNode{admin: "http://" + admin, gateway: gateway, config: path, dataDir: filepath.Join(dir, "data"), logs: logs, shutdown: shutdown}
 }
 
 // killApps ends the apps the process driver left running (apps outlive reaper

@@ -19,6 +19,7 @@ import (
 	"github.com/reapergw/reaper/paas/multi"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/ratelimit"
 	"github.com/reapergw/reaper/reaper"
 	"github.com/reapergw/reaper/reaper/valkeystore"
 	"github.com/reapergw/reaper/webhook"
@@ -49,6 +50,9 @@ type parts struct {
 	clusterTLS *leader.TLS
 	metrics    *metrics.Metrics
 	log        *slog.Logger
+	// doors is the budget of failed attempts at the admin token per client
+	// that the admin API, the dashboard's sign-in and the preview share.
+	doors *ratelimit.Failures
 
 	closers []func() error
 	runners []func(ctx context.Context)
@@ -57,7 +61,10 @@ type parts struct {
 // buildParts builds the parts in order, each step from what the previous ones
 // built. When a step fails, what the earlier steps opened is closed again.
 func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *parts, err error) {
-	p := &parts{log: logger, metrics: metrics.New(string(cfg.PaaS.Driver))}
+	p := &parts{log: logger, metrics: metrics.New(string(cfg.PaaS.Driver)), doors: ratelimit.NewDoors(logger)}
+	for _, w := range cfg.Warnings() {
+		p.log.Warn(w) // what `reaper check` warns of
+	}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -194,6 +201,11 @@ func (p *parts) buildWebhooks(_ context.Context, cfg *config.Config) error {
 		Observer:       p.metrics,
 		UserAgent:      "reaper/" + version,
 	})
+	names := make([]string, 0, len(cfg.Events.Webhooks))
+	for i := range cfg.Events.Webhooks {
+		names = append(names, cfg.Events.Webhooks[i].ResolvedName())
+	}
+	p.metrics.WatchWebhooks(names)
 	return nil
 }
 
@@ -209,12 +221,19 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		MaxHeld:    nodeMaxHeld(cfg.Reaper.MaxHeld),
 		Observer:   p.metrics,
 		AdminToken: cfg.Node.AdminToken,
+		Failures:   p.doors,
+		// Wakes are not free: per client address and per node (wakelimit.go).
+		MaxWakesPerClient: cfg.Node.MaxWakesPerClient,
+		MaxWakesPerMinute: cfg.Node.MaxWakesPerMinute,
 	}
 	if p.webhooks != nil {
 		opts.Notifier = p.webhooks
 	}
 	if h, ok := p.driver.(paas.PolicyHinter); ok {
 		opts.Policies = h // a container's reaper.grace_period
+	}
+	if w, ok := p.driver.(paas.ReadinessWaiter); ok {
+		opts.Readiness = w // no probe of an app in Error
 	}
 	if !cfg.PaaS.Driver.Has(config.DriverCleverCloud) {
 		opts.ReadyDelay = 0 // readiness is probed: up means answering

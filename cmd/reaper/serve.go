@@ -157,6 +157,9 @@ type node struct {
 	acmeHTTP    *http.Server
 	acmeClosers []func() error
 
+	// unlockData lets go of node.data_dir (lockDataDir), last at shutdown.
+	unlockData func()
+
 	// tcp serves tcp_routes (nil without any); tcpStop ends it.
 	tcp     *tcproute.Server
 	tcpStop func()
@@ -174,8 +177,12 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 	if err := os.MkdirAll(cfg.Node.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("node.data_dir: %w", err)
 	}
-	n := &node{cfg: cfg, log: logger, failed: make(chan error, 2), ready: &readiness{}}
-	var closers []func() error
+	unlock, err := lockDataDir(cfg.Node.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{cfg: cfg, log: logger, failed: make(chan error, 2), ready: &readiness{}, unlockData: unlock}
+	closers := []func() error{func() error { unlock(); return nil }}
 	defer func() {
 		if err != nil {
 			_ = closeAll(closers)
@@ -450,6 +457,7 @@ func (n *node) shutdown() {
 		r.Close()
 	}
 	n.parts.close()
+	n.unlockData()
 }
 
 // readiness is what /readyz reports.

@@ -58,6 +58,10 @@ type NodeConfig struct {
 	AdminToken      string `yaml:"admin_token,omitempty"`
 	DataDir         string `yaml:"data_dir"`
 	ShutdownTimeout string `yaml:"shutdown_timeout,omitempty"`
+	// MaxWakesPerClient is always written: its zero value turns the wake
+	// limit per client off (reaper's default is 30 a minute), as benches and
+	// tests that wake many apps from one loopback address need.
+	MaxWakesPerClient int `yaml:"max_wakes_per_client"`
 }
 
 // JobConfig is the reaper section (the job).

@@ -56,7 +56,7 @@ func (c *Cluster) AdminGet(ctx context.Context, n *Node, path string, v any) err
 // Status returns n's view of the cluster (GET /api/cluster).
 func (c *Cluster) Status(ctx context.Context, n *Node) (Status, error) {
 	var st Status
-	err := c.AdminGet(ctx, n, "/api/cluster", &st)
+	err := c.AdminGet(ctx, n, "/api/cluster?probe=false", &st) // the Raft view, at once
 	return st, err
 }
 

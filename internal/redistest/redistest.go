@@ -57,6 +57,11 @@ type Options struct {
 	// TLS makes the server speak TLS only, with a certificate for 127.0.0.1 that
 	// Server.TLSConfig trusts.
 	TLS bool
+	// AlsoBind are addresses the server listens on besides 127.0.0.1, on the
+	// same port. Without a Password, protected mode (on by default) then
+	// refuses every client that does not come from loopback, as a server bound
+	// to a public address does.
+	AlsoBind []string
 	// Config lines are appended to the server's configuration file (key-load-delay
 	// 500 makes a restart load slowly, answering -LOADING meanwhile).
 	Config []string
@@ -290,7 +295,7 @@ func (s *Server) config(port int) []byte {
 	} else {
 		fmt.Fprintf(&b, "port %d\n", port)
 	}
-	b.WriteString("bind 127.0.0.1\ndaemonize no\nlogfile \"\"\nloglevel warning\n")
+	fmt.Fprintf(&b, "bind 127.0.0.1%s\ndaemonize no\nlogfile \"\"\nloglevel warning\n", strings.Join(append([]string{""}, s.opts.AlsoBind...), " "))
 	fmt.Fprintf(&b, "dir %s\nsave \"\"\n", quote(s.dir))
 	if s.opts.Persist {
 		b.WriteString("appendonly yes\nappendfsync always\n")

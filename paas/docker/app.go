@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 
 	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/probe"
 )
 
 // app is one app (a container on one engine) and what the driver knows of it.
@@ -28,6 +29,7 @@ type app struct {
 	mem      int64            // memory in use when last measured, bytes
 	memAt    time.Time
 	lastBoot time.Duration // start call → ready, of our last start
+	exit     *paas.Exit    // its last exit by itself once ready (a crash)
 	changed  chan struct{} // closed and replaced on every change of v or ready
 }
 
@@ -38,6 +40,8 @@ type run struct {
 	// prevStart is when the container last started before a boot of ours: a view
 	// that started since and no longer runs is a boot that ended badly.
 	prevStart time.Time
+	// gate pauses the readiness probes while reaper does not wait for the app.
+	gate probe.Gate
 }
 
 func newApp(s spec, h *host) *app {
@@ -135,12 +139,14 @@ func (a *app) exited(nv *view) (ev viewEvent) {
 		} else if a.dep != nil {
 			at = a.dep.At
 		}
-		a.dep = &paas.Deployment{State: paas.DeploymentFail, Action: "DEPLOY", At: at, Cause: cause}
+		// Exited: it ran, so a start again may work (reaper retries it).
+		a.dep = &paas.Deployment{State: paas.DeploymentFail, Action: "DEPLOY", At: at, Cause: cause, Exited: nv != nil}
 		ev.failed = cause
 	default:
 		// A crash, or a stop by hand: down, its deployment still OK, so that the
 		// next request wakes it.
 		ev.stoppedOutside = describeExit(nv)
+		a.exit = &paas.Exit{At: time.Now(), Status: ev.stoppedOutside}
 	}
 	return ev
 }

@@ -21,6 +21,8 @@ var (
 	_ paas.PolicyHinter = (*Driver)(nil)
 	_ paas.Meter        = (*Driver)(nil)
 	_ paas.Owner        = (*Driver)(nil)
+
+	_ paas.ReadinessWaiter = (*Driver)(nil)
 )
 
 // firstSyncWait bounds how long New waits for each engine to be listed, so that
@@ -151,7 +153,37 @@ func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, erro
 		dep := *a.dep
 		obs.Deployment = &dep
 	}
+	if a.exit != nil {
+		e := *a.exit
+		obs.Exit = &e
+	}
 	return obs, nil
+}
+
+// WaitReady pauses (false) or resumes (true) the readiness probes of the app's
+// start in progress, or of the wait for a container started from outside
+// (paas.ReadinessWaiter): reaper pauses them while the app is in Error. The
+// container's events are still followed. It never blocks; an app with no such
+// wait is left as it is.
+func (d *Driver) WaitReady(pa paas.App, wait bool) {
+	a, err := d.lookup(pa.ID)
+	if err != nil {
+		return
+	}
+	a.mu.Lock()
+	r := a.boot
+	if r == nil {
+		r = a.watch
+	}
+	a.mu.Unlock()
+	switch {
+	case r == nil:
+	case wait:
+		r.gate.Resume()
+	case !r.gate.Paused():
+		r.gate.Pause()
+		d.log.Info("readiness probes paused: reaper no longer waits for the app (it is in Error)", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container)
+	}
 }
 
 // Watch registers changed, called with an app's id each time its observation may

@@ -83,8 +83,9 @@ func (r *readiness) once(ctx context.Context) probe.Result {
 // awaitReady waits until the app is ready: its container runs, its probe passes
 // (on the schedule of package probe, from started), and, without a configured
 // ready probe, its container is healthy when its image has a HEALTHCHECK. It
-// returns what was probed, and false when ctx ends first.
-func (d *Driver) awaitReady(ctx context.Context, a *app, started time.Time) (string, bool) {
+// returns what was probed, and false when ctx ends first. gate pauses the probes
+// (WaitReady).
+func (d *Driver) awaitReady(ctx context.Context, a *app, started time.Time, gate *probe.Gate) (string, bool) {
 	if !d.awaitRunning(ctx, a) {
 		return "", false
 	}
@@ -94,7 +95,7 @@ func (d *Driver) awaitReady(ctx context.Context, a *app, started time.Time) (str
 		if a.spec.ready != nil {
 			steady = a.spec.ready.Steady()
 		}
-		if !probe.Loop(ctx, started, steady, r.once) {
+		if !probe.Loop(ctx, started, steady, gate, r.once) {
 			return "", false
 		}
 	} else {

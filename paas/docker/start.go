@@ -117,7 +117,7 @@ func (d *Driver) launch(ctx context.Context, a *app, v view, deps []*app, asDep 
 				return
 			}
 		}
-		if probed, ok := d.awaitReady(bctx, a, b.at); ok {
+		if probed, ok := d.awaitReady(bctx, a, b.at, &b.gate); ok {
 			d.markReady(a, b, probed)
 		}
 	}()
@@ -244,7 +244,7 @@ func (d *Driver) watchReady(a *app) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel()
-		if probed, ok := d.awaitReady(ctx, a, r.at); ok {
+		if probed, ok := d.awaitReady(ctx, a, r.at, &r.gate); ok {
 			d.markReady(a, r, probed)
 		}
 	}()

@@ -23,6 +23,7 @@ var (
 	_ paas.Pricer           = (*Client)(nil)
 	_ paas.Meter            = (*Client)(nil)
 	_ paas.PolicyHinter     = (*Client)(nil)
+	_ paas.ReadinessWaiter  = (*Client)(nil)
 )
 
 // Driver is one of the drivers: its name (for the logs) and the driver, which

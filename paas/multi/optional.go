@@ -110,3 +110,13 @@ func (c *Client) AppPolicy(app paas.App) (paas.PolicyHint, error) {
 	}
 	return paas.PolicyHint{}, nil
 }
+
+// WaitReady tells the app's driver when it is a paas.ReadinessWaiter; the
+// others probe nothing.
+func (c *Client) WaitReady(app paas.App, wait bool) {
+	if d, err := c.driverOf(app); err == nil {
+		if w, ok := d.(paas.ReadinessWaiter); ok {
+			w.WaitReady(app, wait)
+		}
+	}
+}

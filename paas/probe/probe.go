@@ -216,8 +216,9 @@ func Interval(sinceStart, steady time.Duration) time.Duration {
 // that nothing answered it waits as Interval says for the time since
 // started; after one the app answered without being ready (an HTTP probe's 5xx),
 // at least the steady interval, so that a booting app is not sent hundreds of
-// requests a second.
-func Loop(ctx context.Context, started time.Time, steady time.Duration, probe func(context.Context) Result) bool {
+// requests a second. While gate (nil: never) is paused it sends no probe; once
+// resumed it probes at once, on the schedule of a start made then.
+func Loop(ctx context.Context, started time.Time, steady time.Duration, gate *Gate, probe func(context.Context) Result) bool {
 	var t *time.Timer
 	defer func() {
 		if t != nil {
@@ -225,6 +226,14 @@ func Loop(ctx context.Context, started time.Time, steady time.Duration, probe fu
 		}
 	}()
 	for {
+		if resumed := gate.paused(); resumed != nil {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-resumed:
+				started = time.Now()
+			}
+		}
 		res := probe(ctx)
 		if res == Ready {
 			return true
@@ -242,6 +251,69 @@ func Loop(ctx context.Context, started time.Time, steady time.Duration, probe fu
 		case <-ctx.Done():
 			return false
 		case <-t.C:
+		case <-gate.pausedCh():
 		}
 	}
+}
+
+// Gate pauses the probes of a Loop, for an app that nobody waits for any more
+// (reaper put it in Error: see paas.ReadinessWaiter), and resumes them. The
+// zero value is open; a nil Gate is never paused. Safe for concurrent use.
+type Gate struct {
+	mu      sync.Mutex
+	resumed chan struct{} // non-nil while paused; closed on resume
+	pause   chan struct{} // closed when paused, so a Loop waiting its next probe stops waiting
+}
+
+// Pause stops the probes after the one in flight, if any. It may be repeated.
+func (g *Gate) Pause() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.resumed != nil {
+		return
+	}
+	g.resumed = make(chan struct{})
+	if g.pause == nil {
+		g.pause = make(chan struct{})
+	}
+	close(g.pause)
+}
+
+// Resume lets the probes go on, from the start of their schedule. It may be
+// repeated.
+func (g *Gate) Resume() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.resumed == nil {
+		return
+	}
+	close(g.resumed)
+	g.resumed, g.pause = nil, nil
+}
+
+// Paused reports whether the gate is paused.
+func (g *Gate) Paused() bool { return g.paused() != nil }
+
+// paused returns the channel closed on resume, nil while open.
+func (g *Gate) paused() chan struct{} {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.resumed
+}
+
+// pausedCh returns a channel closed once the gate is paused (nil for a nil
+// Gate: never).
+func (g *Gate) pausedCh() chan struct{} {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pause == nil {
+		g.pause = make(chan struct{})
+	}
+	return g.pause
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -185,7 +186,7 @@ func runLoop(f *fakeApp, steady, stopAfter time.Duration) (bool, time.Duration) 
 	ctx, cancel := context.WithTimeout(context.Background(), stopAfter)
 	defer cancel()
 	f.start = time.Now()
-	ok := Loop(ctx, f.start, steady, f.probe)
+	ok := Loop(ctx, f.start, steady, nil, f.probe)
 	return ok, time.Since(f.start)
 }
 
@@ -299,5 +300,62 @@ func TestProber_TCPTellsAClosedPortFromAnUnreachableAddress(t *testing.T) {
 	cancel()
 	if res, err := p.TCP(ctx, addr); res != Unreached || err == nil || Refused(err) {
 		t.Errorf("a probe whose context ended: %v, %v; want Unreached, not refused", res, err)
+	}
+}
+
+// An app reaper no longer waits for (in Error) is not probed while its gate is
+// paused, for however long; resumed, it is probed at once, on the schedule of a
+// fresh start (every 2 ms in its first second).
+func TestProbeLoop_APausedGateSendsNoProbeUntilResumed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var probes atomic.Int64
+		gate := &Gate{}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan bool, 1)
+		started := time.Now()
+		go func() {
+			done <- Loop(ctx, started, DefaultInterval, gate, func(context.Context) Result {
+				probes.Add(1)
+				return Unreached
+			})
+		}()
+		time.Sleep(10 * time.Second) // simulated time: the bubble's clock
+		synctest.Wait()
+		before := probes.Load()
+		if before < 300 { // 500 in the first second, then ~40 a second
+			t.Fatalf("%d probes in 10 s before the pause, want the start's schedule", before)
+		}
+		gate.Pause()
+		gate.Pause() // repeated: still paused
+		if !gate.Paused() {
+			t.Fatal("Paused() = false after Pause")
+		}
+		time.Sleep(25 * time.Minute)
+		synctest.Wait()
+		// The probe that was due when the gate closed may not be sent either:
+		// the loop's wait ends on the pause.
+		if during := probes.Load() - before; during != 0 {
+			t.Errorf("%d probes in 25 minutes while paused, want 0", during)
+		}
+		gate.Resume()
+		time.Sleep(time.Second - time.Millisecond)
+		synctest.Wait()
+		// A fresh start's first second: a probe every 2 ms, from the resume.
+		if after := probes.Load() - before; after != 500 {
+			t.Errorf("%d probes in the first second after the resume, want 500 (every 2 ms)", after)
+		}
+		cancel()
+		if <-done {
+			t.Error("Loop said ready for an app that never answered")
+		}
+	})
+}
+
+// A nil gate never pauses.
+func TestGate_NilIsOpen(t *testing.T) {
+	var g *Gate
+	if g.Paused() || g.paused() != nil || g.pausedCh() != nil {
+		t.Error("a nil gate is paused")
 	}
 }

@@ -20,6 +20,8 @@ var (
 	_ paas.Client  = (*Driver)(nil)
 	_ paas.Watcher = (*Driver)(nil)
 	_ paas.Owner   = (*Driver)(nil)
+
+	_ paas.ReadinessWaiter = (*Driver)(nil)
 )
 
 // Driver runs the configured apps as local processes. It is safe for concurrent use.
@@ -54,6 +56,7 @@ type app struct {
 	rss   int64            // the group's resident memory when last measured, bytes
 	rssAt time.Time        // when
 	boot  time.Duration    // spawn → ready, of the last start of ours
+	exit  *paas.Exit       // its last exit by itself once ready (a crash)
 }
 
 // New returns a driver for opts.Apps. It starts no app, but adopts the apps a previous
@@ -118,6 +121,10 @@ func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, erro
 	if a.dep != nil {
 		dep := *a.dep
 		obs.Deployment = &dep
+	}
+	if a.exit != nil {
+		e := *a.exit
+		obs.Exit = &e
 	}
 	return obs, nil
 }
@@ -239,6 +246,31 @@ func (d *Driver) Stop(ctx context.Context, pa paas.App) error {
 		return fmt.Errorf("process: stop %s: %w", a.spec.id, ctx.Err())
 	case <-d.base.Done():
 		return ErrClosed
+	}
+}
+
+// WaitReady pauses (false) or resumes (true) the readiness probes of the app's
+// start in progress (paas.ReadinessWaiter): reaper pauses them while the app is
+// in Error. A process that runs on unready is then left alone (reaper keeps its
+// hands off an app in Error); its exit is still noticed, from its pidfd. It
+// never blocks; an app that is not starting, or not configured, is left as it
+// is, and its next start is probed as usual.
+func (d *Driver) WaitReady(pa paas.App, wait bool) {
+	a, err := d.lookup(pa)
+	if err != nil {
+		return
+	}
+	a.mu.Lock()
+	p := a.proc
+	a.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if wait {
+		p.gate.Resume()
+	} else if !p.gate.Paused() {
+		p.gate.Pause()
+		d.log.Info("readiness probes paused: reaper no longer waits for the app (it is in Error)", "app", a.spec.id, "pid", p.pid)
 	}
 }
 

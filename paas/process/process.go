@@ -7,9 +7,10 @@
 //   - started, readiness probe not passing yet: WANTS_TO_BE_UP, deployment WIP DEPLOY;
 //   - ready: SHOULD_BE_UP, deployment OK DEPLOY (At: when it was started);
 //   - exited before it was ready, or could not be executed: SHOULD_BE_DOWN, deployment
-//     FAIL DEPLOY with the cause (exit status, end of its log);
+//     FAIL DEPLOY with the cause (exit status, end of its log), marked Exited when
+//     it ran (reaper starts it again, with a back-off);
 //   - exited after it was ready (a crash, a kill by hand): SHOULD_BE_DOWN, deployment
-//     still OK, so the next request wakes it;
+//     still OK, so the next request wakes it; Observation.Exit says how it ended;
 //   - stopped by Stop: SHOULD_BE_DOWN once its whole process group is gone,
 //     deployment OK UNDEPLOY (At: when the stop began).
 //

@@ -40,6 +40,8 @@ type proc struct {
 	// Set before the goroutines start, then read-only.
 	cancelProbe context.CancelFunc // nil when no prober runs
 	probeDone   chan struct{}
+	// gate pauses the probes while reaper does not wait for the app (WaitReady).
+	gate probe.Gate
 
 	// Guarded by app.mu.
 	ready     bool
@@ -178,7 +180,7 @@ func (d *Driver) probeUntilReady(ctx context.Context, a *app, p *proc) {
 	defer close(p.probeDone)
 	s := &a.spec
 	pr := func(ctx context.Context) probe.Result { return d.probe.Probe(ctx, &s.ready) }
-	if probe.Loop(ctx, p.started, s.interval, pr) {
+	if probe.Loop(ctx, p.started, s.interval, &p.gate, pr) {
 		d.markReady(a, p)
 	}
 }
@@ -336,10 +338,10 @@ func (d *Driver) waitGroupGone(a *app, p *proc) bool {
 // finish records that p's group is gone.
 func (d *Driver) finish(a *app, p *proc, status string) {
 	a.mu.Lock()
-	failed := !p.stopping && !p.ready
+	byItself := !p.stopping
 	a.mu.Unlock()
 	var tail string
-	if failed {
+	if byItself {
 		tail = logTail(a.spec.logFile, p.logOffset) // read outside the lock
 	}
 
@@ -348,14 +350,16 @@ func (d *Driver) finish(a *app, p *proc, status string) {
 	case p.stopping:
 		a.set(paas.StateShouldBeDown, &paas.Deployment{State: paas.DeploymentOK, Action: "UNDEPLOY", At: p.stopAt})
 	case !p.ready:
+		// Exited: it ran, so a start again may work (reaper retries it).
 		a.set(paas.StateShouldBeDown, &paas.Deployment{
 			State: paas.DeploymentFail, Action: "DEPLOY", At: p.started,
-			Cause: withTail(status+" before it was ready", tail),
+			Cause: withTail(status+" before it was ready", tail), Exited: true,
 		})
 	default:
 		// A crash of a running app: down, and its deployment stays OK, so the next
-		// request wakes it.
+		// request wakes it; reaper learns how it ended (a crash loop is counted).
 		a.set(paas.StateShouldBeDown, nil)
+		a.exit = &paas.Exit{At: time.Now(), Status: withTail(status, tail)}
 	}
 	if p.killTimer != nil {
 		p.killTimer.Stop()

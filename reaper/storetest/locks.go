@@ -220,3 +220,93 @@ func testLockTakeover(t *testing.T, s reaper.Store) {
 	_ = next.Release(ctx)
 	_ = op.Release(ctx)
 }
+
+// A holder takes back at once a lock it took in the same term and lost track of
+// (its release failed while the store was away); nobody else gains anything by
+// it: another holder, the same holder in another term, a plain Lock, all meet
+// ErrLocked as before.
+func testLockHolderTakesBack(t *testing.T, s reaper.Store) {
+	ctx := t.Context()
+	lost, err := s.LockAs(ctx, "a", 5, "job-1", time.Minute)
+	if err != nil {
+		t.Fatalf("LockAs(job-1, term 5): %v", err)
+	}
+	refused := []struct {
+		term   uint64
+		holder string
+	}{{5, "job-2"}, {5, ""}, {4, "job-1"}, {0, "job-1"}}
+	for _, r := range refused {
+		var l reaper.Lock
+		if r.holder == "" {
+			l, err = s.Lock(ctx, "a", r.term, time.Minute)
+		} else {
+			l, err = s.LockAs(ctx, "a", r.term, r.holder, time.Minute)
+		}
+		if !errors.Is(err, reaper.ErrLocked) {
+			if err == nil {
+				_ = l.Release(ctx)
+			}
+			t.Fatalf("holder %q in term %d, of job-1's lock of term 5 = %v, want ErrLocked", r.holder, r.term, err)
+		}
+	}
+	back, err := s.LockAs(ctx, "a", 5, "job-1", time.Minute)
+	if err != nil {
+		t.Fatalf("job-1 in term 5 taking back its own lock of term 5 = %v, want it taken", err)
+	}
+	// The lost handle is a past holder's: it acts on nothing any more.
+	if err := lost.Extend(ctx, time.Minute); !errors.Is(err, reaper.ErrLockLost) {
+		t.Fatalf("Extend by the lost handle = %v, want ErrLockLost", err)
+	}
+	if err := lost.Release(ctx); err != nil {
+		t.Fatalf("Release by the lost handle = %v, want nil (a no-op)", err)
+	}
+	if l, err := s.LockAs(ctx, "a", 5, "job-2", time.Minute); !errors.Is(err, reaper.ErrLocked) {
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("job-2 after job-1 took its lock back = %v, want ErrLocked: the lost handle's Release must not free it", err)
+	}
+	if err := back.Extend(ctx, time.Minute); err != nil {
+		t.Fatalf("Extend by the holder that took its lock back: %v", err)
+	}
+	// A newer term still takes over, holder or not.
+	newer, err := s.LockAs(ctx, "a", 6, "job-2", time.Minute)
+	if err != nil {
+		t.Fatalf("job-2 in term 6 of job-1's lock of term 5 = %v, want it taken over", err)
+	}
+	if l, err := s.LockAs(ctx, "a", 5, "job-1", time.Minute); !errors.Is(err, reaper.ErrLocked) {
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("job-1 in term 5 of job-2's lock of term 6 = %v, want ErrLocked", err)
+	}
+	_ = newer.Release(ctx)
+
+	// A single node's job locks in term 0: it takes back its own lock there too,
+	// and never an operator's (Lock, no holder).
+	own, err := s.LockAs(ctx, "b", 0, "job-1", time.Minute)
+	if err != nil {
+		t.Fatalf("LockAs(job-1, term 0): %v", err)
+	}
+	if _, err := s.LockAs(ctx, "b", 0, "job-1", time.Minute); err != nil {
+		t.Fatalf("job-1 in term 0 taking back its own lock of term 0 = %v, want it taken", err)
+	}
+	_ = own.Release(ctx)
+	op := mustLock(t, s, "c", time.Minute)
+	if l, err := s.LockAs(ctx, "c", 0, "job-1", time.Minute); !errors.Is(err, reaper.ErrLocked) {
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("job-1 in term 0 of an operator's lock = %v, want ErrLocked", err)
+	}
+	_ = op.Release(ctx)
+
+	for _, bad := range []string{"", "job:1"} {
+		if l, err := s.LockAs(ctx, "d", 1, bad, time.Minute); err == nil || errors.Is(err, reaper.ErrLocked) {
+			if err == nil {
+				_ = l.Release(ctx)
+			}
+			t.Fatalf("LockAs with holder %q = %v, want an error about the holder", bad, err)
+		}
+	}
+}

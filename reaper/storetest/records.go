@@ -34,9 +34,11 @@ func fullRecord(app string, term uint64, status reaper.Status) reaper.Record {
 		LastCheckAt:      at.Add(time.Second),
 		Term:             term,
 		Hold:             &reaper.KeepWarm{Until: at.Add(6 * time.Hour), Reason: "backup", By: "ops", Since: at},
-		SleepAsk:         &reaper.SleepAsk{At: at.Add(2 * time.Second), By: "ops", Force: true},
-		Wake:             &reaper.WakeTimes{AskedAt: at.Add(-3 * time.Minute), AcceptedAt: at.Add(-170 * time.Second), UpAt: at.Add(-2 * time.Minute)},
-		Saved:            &reaper.SavedTime{AllTimeSeconds: 3600.5, Day: "2025-03-14", DaySeconds: 60, Month: "2025-03", MonthSeconds: 120},
+		SleepAsk:         &reaper.SleepAsk{At: at.Add(2 * time.Second), By: "ops", Force: true, From: reaper.StatusError},
+		Boots: &reaper.FailedBoots{Count: 2, Last: "exited with status 1 before it was ready", At: at.Add(-time.Minute),
+			Start: at.Add(-70 * time.Second), RetryAt: at.Add(-58 * time.Second)},
+		Wake:  &reaper.WakeTimes{AskedAt: at.Add(-3 * time.Minute), AcceptedAt: at.Add(-170 * time.Second), UpAt: at.Add(-2 * time.Minute)},
+		Saved: &reaper.SavedTime{AllTimeSeconds: 3600.5, Day: "2025-03-14", DaySeconds: 60, Month: "2025-03", MonthSeconds: 120},
 	}
 	fillZeroFields(&r, at)
 	return r
@@ -427,5 +429,38 @@ func testHistoryPerApp(t *testing.T, s reaper.Store) {
 	page, total, err = s.History(t.Context(), "nobody", 0, 10)
 	if err != nil || total != 0 || len(page) != 0 {
 		t.Errorf("History(unknown) = %v, total %d, err %v; want empty, no error", page, total, err)
+	}
+}
+
+// The change from WaitingForUp to Up carries the wake's phases in the history
+// (reaper.UpPhases): the one entry of the wake as far as the platform goes.
+// No other change carries them, even with a wake in the record.
+func testHistoryUpCarriesTheWake(t *testing.T, s reaper.Store) {
+	at := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	wake := &reaper.WakeTimes{AskedAt: at, AcceptedAt: at.Add(100 * time.Millisecond), UpAt: at.Add(2 * time.Second)}
+	for i, st := range []reaper.Status{reaper.StatusDown, reaper.StatusWaitingForUp, reaper.StatusUp, reaper.StatusWaitingForShutdown} {
+		rec := reaper.Record{AppID: "a", Status: st, Cause: string(st), LastStatusUpdate: at.Add(time.Duration(i) * time.Second), Term: 1}
+		if st != reaper.StatusDown {
+			rec.Wake = wake
+		}
+		mustPut(t, s, rec)
+	}
+	page, _, err := s.History(t.Context(), "a", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 4 {
+		t.Fatalf("history %+v, want 4 changes of status", page)
+	}
+	for _, e := range page {
+		switch {
+		case e.From == reaper.StatusWaitingForUp && e.To == reaper.StatusUp:
+			if e.Phases == nil || !e.Phases.AskedAt.Equal(wake.AskedAt) || !e.Phases.AcceptedAt.Equal(wake.AcceptedAt) ||
+				!e.Phases.UpAt.Equal(wake.UpAt) || !e.Phases.FirstAnswerAt.IsZero() {
+				t.Errorf("WaitingForUp → Up carries %+v, want the wake %+v", e.Phases, wake)
+			}
+		case e.Phases != nil:
+			t.Errorf("%s → %s carries phases %+v, want none", e.From, e.To, e.Phases)
+		}
 	}
 }

@@ -12,15 +12,19 @@ import (
 	"github.com/reapergw/reaper/reaper"
 )
 
-// A lock's value is "<term>:<random token>". Terms are compared as decimal strings
-// (see putRecordScript). KEYS: lock:<app>. ARGV: value, term, ttl in ms. 1 if the
-// lock is taken: it was free, or held in an older term other than 0.
+// A lock's value is "<term>:<random token>", or "<term>:<holder>:<random token>"
+// when taken by LockAs. Terms are compared as decimal strings (see
+// putRecordScript). KEYS: lock:<app>. ARGV: value, term, ttl in ms, and the
+// prefix "<term>:<holder>:" of LockAs (else ""). 1 if the lock is taken: it was
+// free, held in an older term other than 0, or held by the same holder in the
+// same term (LockAs).
 var takeLockScript = valkey.NewLuaScript(`
 local cur = redis.call('GET', KEYS[1])
 if cur then
+  local mine = ARGV[4] ~= '' and string.sub(cur, 1, #ARGV[4]) == ARGV[4]
   local held = string.match(cur, '^(%d+):')
   local t = ARGV[2]
-  if not held or held == '0' or not (#held < #t or (#held == #t and held < t)) then
+  if not mine and (not held or held == '0' or not (#held < #t or (#held == #t and held < t))) then
     return 0
   end
 end
@@ -53,15 +57,37 @@ return 0
 // still have taken the lock on the server: then it stays taken until its ttl runs
 // out, which is what keeps two deciders apart.
 func (s *Store) Lock(ctx context.Context, appID string, term uint64, ttl time.Duration) (reaper.Lock, error) {
+	return s.lock(ctx, appID, term, "", ttl)
+}
+
+// LockAs implements reaper.Locker: Lock, with the holder in the lock's value, so
+// that the same holder in the same term takes back a lock it lost track of (a
+// release or a Lock's answer lost while Valkey was unreachable) at once rather
+// than at the end of its ttl.
+func (s *Store) LockAs(ctx context.Context, appID string, term uint64, holder string, ttl time.Duration) (reaper.Lock, error) {
+	if err := reaper.CheckLockHolder(holder); err != nil {
+		return nil, err
+	}
+	return s.lock(ctx, appID, term, holder, ttl)
+}
+
+func (s *Store) lock(ctx context.Context, appID string, term uint64, holder string, ttl time.Duration) (reaper.Lock, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("valkeystore: lock %s: ttl %v is not positive", appID, ttl)
 	}
 	t := strconv.FormatUint(term, 10)
+	mine := ""
+	if holder != "" {
+		mine = t + ":" + holder + ":"
+	}
 	l := &lock{s: s, app: appID, key: s.k.lockPrefix + appID, token: t + ":" + rand.Text()}
+	if mine != "" {
+		l.token = mine + rand.Text()
+	}
 	var taken bool
 	err := s.call(ctx, "Lock", func(ctx context.Context) error {
 		n, err := takeLockScript.Exec(ctx, s.client, []string{l.key},
-			[]string{l.token, t, strconv.FormatInt(ceilMillis(ttl), 10)}).AsInt64()
+			[]string{l.token, t, strconv.FormatInt(ceilMillis(ttl), 10), mine}).AsInt64()
 		taken = n == 1
 		return err
 	})

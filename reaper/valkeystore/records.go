@@ -19,7 +19,9 @@ import (
 // script: the stored status is read from the stored record (a record that cannot
 // be decoded counts as none: WaitingForInit).
 // KEYS: records, terms, the app's history list. ARGV: app, term, record JSON,
-// channel, status, cause, time of the change (RFC 3339), history cap.
+// channel, status, cause, time of the change (RFC 3339), history cap, the
+// wake's phases (JSON, or "") that the entry carries when the change is from
+// WaitingForUp (reaper.UpPhases).
 // Returns {"ok"} or {"stale", stored term}.
 var putRecordScript = valkey.NewLuaScript(`
 local old = redis.call('HGET', KEYS[2], ARGV[1])
@@ -37,7 +39,11 @@ end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 if from ~= ARGV[5] then
-  redis.call('LPUSH', KEYS[3], cjson.encode({app_id = ARGV[1], from = from, to = ARGV[5], cause = ARGV[6], at = ARGV[7]}))
+  local entry = {app_id = ARGV[1], from = from, to = ARGV[5], cause = ARGV[6], at = ARGV[7]}
+  if from == 'WaitingForUp' and ARGV[9] ~= '' then
+    entry.phases = cjson.decode(ARGV[9])
+  end
+  redis.call('LPUSH', KEYS[3], cjson.encode(entry))
   redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[8]) - 1)
 end
 redis.call('PUBLISH', ARGV[4], ARGV[1])
@@ -124,10 +130,17 @@ func (s *Store) PutRecord(ctx context.Context, rec reaper.Record) error {
 	if err != nil {
 		return fmt.Errorf("valkeystore: PutRecord %s: %w", rec.AppID, err)
 	}
+	var phases []byte
+	// The script attaches them only if the stored status is WaitingForUp.
+	if w := reaper.UpPhases(reaper.StatusWaitingForUp, rec); w != nil {
+		if phases, err = json.Marshal(w); err != nil {
+			return fmt.Errorf("valkeystore: PutRecord %s: %w", rec.AppID, err)
+		}
+	}
 	term := strconv.FormatUint(rec.Term, 10)
 	return s.fenced(ctx, "PutRecord", rec.AppID, rec.Term, putRecordScript,
 		[]string{s.k.records, s.k.terms, s.k.historyPrefix + rec.AppID},
-		[]string{rec.AppID, term, string(raw), s.k.channel, string(rec.Status), rec.Cause, string(at), strconv.Itoa(reaper.HistoryCap)})
+		[]string{rec.AppID, term, string(raw), s.k.channel, string(rec.Status), rec.Cause, string(at), strconv.Itoa(reaper.HistoryCap), string(phases)})
 }
 
 // DeleteRecord implements reaper.RecordStore, with the same term rule as

@@ -29,6 +29,7 @@
 package valkeystore
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -38,6 +39,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -259,7 +261,7 @@ func (s *Store) connect(ctx context.Context, copt valkey.ClientOption) error {
 		if client != nil {
 			client.Close()
 		}
-		return s.wrap(ctx, ctx, "connect", err)
+		return s.refusedOr(ctx, copt, s.wrap(ctx, ctx, "connect", err))
 	}
 	s.client = client
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -268,9 +270,52 @@ func (s *Store) connect(ctx context.Context, copt valkey.ClientOption) error {
 	}); err != nil {
 		s.cancel()
 		client.Close()
-		return err
+		return s.refusedOr(ctx, copt, err)
 	}
 	return nil
+}
+
+// refusedOr returns err, the failure to connect, unless it is a connection
+// closed on the client (EOF, reset) by a server that said why first: a server
+// that refuses a client (Redis's protected mode: "DENIED Redis is running in
+// protected mode because …") writes its reason as soon as it accepts, then
+// closes, and the client, which has sent its HELLO meanwhile, reports only the
+// closed connection. Then the error is the server's reason.
+func (s *Store) refusedOr(ctx context.Context, copt valkey.ClientOption, err error) error {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+		return err
+	}
+	why := serverRefusal(ctx, copt)
+	if why == "" {
+		return err
+	}
+	return fmt.Errorf("valkeystore: valkey at %s refused the connection: %s", s.addr, why)
+}
+
+// serverRefusal connects to the server as the client does and reads what it says
+// before any command: an error reply's text, or "" when it says nothing within
+// half a second (or cannot be reached). Bounded to 1 KiB and a second.
+func serverRefusal(ctx context.Context, copt valkey.ClientOption) string {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn, err := copt.Dialer.DialContext(ctx, "tcp", copt.InitAddress[0])
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	if copt.TLSConfig != nil {
+		tc := tls.Client(conn, copt.TLSConfig)
+		if tc.HandshakeContext(ctx) != nil {
+			return ""
+		}
+		conn = tc
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	line, _ := bufio.NewReader(io.LimitReader(conn, 1024)).ReadString('\n')
+	if !strings.HasPrefix(line, "-") {
+		return ""
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(line[1:]), "?")
 }
 
 // Client is the store's connection to the server, for other data of the node

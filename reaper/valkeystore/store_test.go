@@ -7,6 +7,7 @@ import (
 	"github.com/reapergw/reaper/internal/logtest"
 	"github.com/reapergw/reaper/internal/testwait"
 	"log/slog"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -304,4 +305,50 @@ func TestTLS(t *testing.T) {
 		t.Errorf("New in plain text to a TLS port = %v after %v; want a fast failure", err, time.Since(start))
 	}
 	t.Logf("plain text to TLS: %v", err)
+}
+
+// A server that refuses the client says why (Redis's protected mode: bound to
+// an address other than loopback, without a password, it refuses every client
+// that does not come from loopback), and New says what the server said, not
+// "unreachable: EOF" (or a reset), which sends the operator looking at the
+// network.
+func TestNew_ProtectedModeRefusalSaysRedissReason(t *testing.T) {
+	ip := nonLoopbackIPv4(t)
+	srv := redistest.Start(t, redistest.Options{AlsoBind: []string{ip}})
+	_, port, _ := net.SplitHostPort(srv.Addr())
+	addr := net.JoinHostPort(ip, port)
+	s, err := New(t.Context(), Options{Address: addr})
+	if err == nil {
+		s.Close()
+		t.Fatalf("New from %s (not loopback) to a server in protected mode succeeded", ip)
+	}
+	msg := err.Error()
+	t.Logf("New: %s", msg)
+	for _, want := range []string{"valkey at " + addr + " refused the connection: ", "DENIED", "protected mode"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "EOF") || strings.Contains(msg, "reset") {
+		t.Errorf("the error still speaks of the closed connection: %s", msg)
+	}
+	// From loopback the same server answers: the refusal was its reason, not the network's.
+	newStore(t, srv, Options{})
+}
+
+// nonLoopbackIPv4 is an IPv4 address of this host outside loopback; the test is
+// skipped on a host without one.
+func nonLoopbackIPv4(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("this host has no IPv4 address outside loopback to reach the server from")
+	return ""
 }
