@@ -75,6 +75,9 @@ func TestPort_AnOpenConnectionKeepsTheAppAwake(t *testing.T) {
 		if !ok {
 			t.Fatal("Begin on an awake app said it sleeps")
 		}
+		if _, inFlight := e.engine.Held("db"); inFlight != 1 {
+			t.Errorf("in flight = %d with a connection open, want 1 (the admin API's in_flight)", inFlight)
+		}
 		time.Sleep(10 * time.Minute) // a quiet connection, open for ten grace periods
 		if e.fake.Count("stop", "db") != 0 || r.Status() != StatusUp {
 			t.Fatalf("stopped under an open connection (status %s)", r.Status())
@@ -108,6 +111,9 @@ func TestPort_HoldAnswersWhyTheAppIsNotUp(t *testing.T) {
 			first <- err
 		}()
 		settle()
+		if held, _ := e.engine.Held("slow"); held != 1 {
+			t.Errorf("held = %d with a connection held, want 1 (the admin API's held)", held)
+		}
 		if _, err := slow.Hold(context.Background(), time.Now().Add(time.Minute)); !errors.Is(err, ErrTooManyHeld) {
 			t.Errorf("second hold: %v, want ErrTooManyHeld", err)
 		}
