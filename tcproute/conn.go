@@ -63,9 +63,10 @@ type conn struct {
 	in     int64 // bytes client → app
 	out    int64 // bytes app → client
 
-	mu     sync.Mutex
-	target *net.TCPConn
-	ended  string
+	mu        sync.Mutex
+	target    *net.TCPConn
+	splicedAt time.Time // when target was set: the idle clock starts no earlier
+	ended     string
 	cancel context.CancelFunc // ends a hold
 }
 
@@ -111,7 +112,7 @@ func (r *route) serve(client *net.TCPConn) {
 		return
 	}
 	c.mu.Lock()
-	c.target = target
+	c.target, c.splicedAt = target, time.Now()
 	gone := c.ended != ""
 	c.mu.Unlock()
 	if gone { // shut down while dialling

@@ -227,3 +227,44 @@ func TestConn_PastMaxHeldAndFailTimeoutTheConnectionIsClosedWithItsReason(t *tes
 		return strings.Contains(n.logs.String(), `"ended":"too_many_held"`) && strings.Contains(n.logs.String(), `"ended":"fail_timeout"`)
 	})
 }
+
+func TestSweep_AConnectionHeldLongerThanTheIdleTimeoutIsNotReapedBeforeTheAppAnswers(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return
+		}
+		time.Sleep(idle / 2) // the app's work: within the idle timeout
+		_, _ = c.Write([]byte("world"))
+	}()
+	n := startNode(t, ln.Addr().String(), func(c *Config) { c.ConnectionIdleTimeout = conf.Duration(idle) })
+	n.fake.Manual = true
+	n.awaitAsleep(t)
+	c, err := net.Dial("tcp", n.route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("hello")); err != nil { // its first message, then held
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "the connection held", func() bool { h, _ := n.srv.Counts("db-tcp"); return h.Held == 1 })
+	time.Sleep(2 * idle) // held for longer than the idle timeout: the duration under test
+	n.fake.FinishStart("db")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "world" {
+		t.Fatalf("the app's answer: %q, %v; the connection was reaped before it came?\n%s", buf, err, n.logs.String())
+	}
+}
