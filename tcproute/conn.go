@@ -67,7 +67,7 @@ type conn struct {
 	target    *net.TCPConn
 	splicedAt time.Time // when target was set: the idle clock starts no earlier
 	ended     string
-	cancel context.CancelFunc // ends a hold
+	cancel    context.CancelFunc // ends a hold
 }
 
 // end records why the connection ends (the first reason wins) and closes it.

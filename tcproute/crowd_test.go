@@ -16,36 +16,8 @@ func TestConn_TwoThousandHeldHalfLeaveTheRestAreServedOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2,000 connections")
 	}
-	// The app: reads what a connection brings (up to a newline) and echoes it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var (
-		mu  sync.Mutex
-		got []string
-	)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 32)
-				n, _ := io.ReadAtLeast(c, buf, 1)
-				if n > 0 {
-					mu.Lock()
-					got = append(got, string(buf[:n]))
-					mu.Unlock()
-					_, _ = c.Write(buf[:n])
-				}
-			}()
-		}
-	}()
-	n := startNode(t, ln.Addr().String(), func(c *Config) { c.MaxHeld = 3000 })
+	addr, got := startEchoApp(t)
+	n := startNode(t, addr, func(c *Config) { c.MaxHeld = 3000 })
 	n.fake.Manual = true // started, up when the test says
 	n.awaitAsleep(t)
 
@@ -89,14 +61,51 @@ func TestConn_TwoThousandHeldHalfLeaveTheRestAreServedOnce(t *testing.T) {
 		}
 	}
 	t.Logf("served: %v", time.Since(begin))
-	mu.Lock()
-	defer mu.Unlock()
-	for _, s := range got {
+	carried := got()
+	for _, s := range carried {
 		if strings.HasPrefix(s, "left") {
 			t.Errorf("a connection that left while held reached the app: %q", s)
 		}
 	}
-	if len(got) != crowd/2 {
-		t.Errorf("the app got %d connections with bytes, want %d", len(got), crowd/2)
+	if len(carried) != crowd/2 {
+		t.Errorf("the app got %d connections with bytes, want %d", len(carried), crowd/2)
+	}
+}
+
+// startEchoApp runs an app that reads what a connection brings (one read) and
+// echoes it; got returns what every connection brought.
+func startEchoApp(t *testing.T) (addr string, got func() []string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var (
+		mu      sync.Mutex
+		carried []string
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 32)
+				n, _ := io.ReadAtLeast(c, buf, 1)
+				if n > 0 {
+					mu.Lock()
+					carried = append(carried, string(buf[:n]))
+					mu.Unlock()
+					_, _ = c.Write(buf[:n])
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), carried...)
 	}
 }
