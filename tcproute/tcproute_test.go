@@ -245,7 +245,7 @@ func TestSweep_AConnectionHeldLongerThanTheIdleTimeoutIsNotReapedBeforeTheAppAns
 		if _, err := io.ReadFull(c, buf); err != nil {
 			return
 		}
-		time.Sleep(idle / 10) // the app's work: well within the idle timeout
+		time.Sleep(idle * 2 / 5) // the app's work: longer than a sweep period (250 ms), within the idle timeout
 		_, _ = c.Write([]byte("world"))
 	}()
 	n := startNode(t, ln.Addr().String(), func(c *Config) { c.ConnectionIdleTimeout = conf.Duration(idle) })
