@@ -161,8 +161,10 @@ func TestPort_ARefusedConnectionWakesAnAppThatStoppedBehindReapersBack(t *testin
 		if _, err := r.Hold(context.Background(), time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		settle()                                                           // the job's passes of the wake are over: it crashes later
-		fake.SetQuietly("db", paastest.App{State: paas.StateShouldBeDown}) // it crashed: reaper still believes it up
+		// The job's passes of the wake are over; then the app crashes, and
+		// reaper still believes it up.
+		settle()
+		fake.SetQuietly("db", paastest.App{State: paas.StateShouldBeDown})
 		// Refused reports whether the app is seen asleep; the fake starts it
 		// again at once, so it may already be back up: the caller dials again.
 		if asleep := r.Refused(context.Background()); asleep {
