@@ -16,10 +16,11 @@ var AdminPrefixes = []string{"/api/apps", "/api/apps/", "/api/settings", "/api/e
 
 // ActionRequest is the optional JSON body of an action (POST _wake, _sleep,
 // _hold, _reset; DELETE _hold): who does it, and for a hold how long and why.
+// An empty one is the same as none.
 type ActionRequest struct {
-	By       string `json:"by"`
-	Reason   string `json:"reason"`
-	Duration string `json:"duration"`
+	By       string `json:"by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Duration string `json:"duration,omitempty"`
 }
 
 // HistoryPage answers GET /api/apps/{id}/history: a page of the app's
