@@ -169,8 +169,8 @@ func (c *cli) fail(err error) error {
 	case errors.As(err, &e):
 		fmt.Fprintf(c.stderr, "%s: %s (%d %s)\n", c.prog, c.admin.redact(cliWords(apiError(e.Body))), e.Status, http.StatusText(e.Status))
 		return exitCode(exitFor(e.Status))
-	case errors.Is(err, adminapi.ErrAnswer):
-		fmt.Fprintf(c.stderr, "%s: %v\n", c.prog, err)
+	case errors.Is(err, adminapi.ErrAnswer): // "unexpected answer from GET /api/apps: …"
+		fmt.Fprintf(c.stderr, "%s: %s\n", c.prog, strings.TrimPrefix(err.Error(), "adminapi: "))
 	default:
 		fmt.Fprintf(c.stderr, "%s: the admin API at %s cannot be reached: %s\n", c.prog, c.admin.base, c.admin.redact(err.Error()))
 	}

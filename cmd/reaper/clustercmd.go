@@ -60,7 +60,7 @@ func clusterCmd(ctx context.Context, args []string, env func(string) (string, bo
 		fmt.Fprintf(stderr, "reaper cluster %s: %d %s\n", sub, e.Status, bytes.TrimSpace(e.Body))
 		return exitCode(1)
 	case errors.Is(err, adminapi.ErrAnswer):
-		fmt.Fprintf(stderr, "reaper cluster %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "reaper cluster %s: %s\n", sub, strings.TrimPrefix(err.Error(), "adminapi: "))
 		return exitCode(1)
 	case err != nil:
 		fmt.Fprintf(stderr, "reaper cluster %s: the node at %s could not be reached: %s\n", sub, admin.base, admin.redact(err.Error()))
