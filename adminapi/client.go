@@ -85,8 +85,8 @@ func WithRaw(ctx context.Context, raw *[]byte) context.Context {
 	return context.WithValue(ctx, rawKey{}, raw)
 }
 
-// AppPath is the API path of app id, with more after it.
-func AppPath(id string, more ...string) string {
+// appPath is the API path of app id, with more after it.
+func appPath(id string, more ...string) string {
 	return "/api/apps/" + url.PathEscape(id) + strings.Join(more, "")
 }
 
@@ -99,7 +99,7 @@ func (c *Client) Apps(ctx context.Context) ([]reaper.AppView, error) {
 // App reads one app (a 404 *Error when no route and no record knows it).
 func (c *Client) App(ctx context.Context, id string) (reaper.AppView, error) {
 	var out reaper.AppView
-	return out, c.Call(ctx, http.MethodGet, AppPath(id), nil, &out)
+	return out, c.Call(ctx, http.MethodGet, appPath(id), nil, &out)
 }
 
 // History reads a page of the app's history, newest first; page and size 0
@@ -113,7 +113,7 @@ func (c *Client) History(ctx context.Context, id string, page, size int) (reaper
 		q.Set("page_size", strconv.Itoa(size))
 	}
 	var out reaper.HistoryPage
-	return out, c.Call(ctx, http.MethodGet, AppPath(id, "/history", query(q)), nil, &out)
+	return out, c.Call(ctx, http.MethodGet, appPath(id, "/history", query(q)), nil, &out)
 }
 
 // Wakes reads the app's recent wakes, phase by phase; limit 0 takes the API's
@@ -124,25 +124,25 @@ func (c *Client) Wakes(ctx context.Context, id string, limit int) (reaper.WakesA
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	var out reaper.WakesAnswer
-	return out, c.Call(ctx, http.MethodGet, AppPath(id, "/wakes", query(q)), nil, &out)
+	return out, c.Call(ctx, http.MethodGet, appPath(id, "/wakes", query(q)), nil, &out)
 }
 
 // Awake reads why the app is awake: who moved its idle clock, over every node.
 func (c *Client) Awake(ctx context.Context, id string) (reaper.AwakeReport, error) {
 	var out reaper.AwakeReport
-	return out, c.Call(ctx, http.MethodGet, AppPath(id, "/awake"), nil, &out)
+	return out, c.Call(ctx, http.MethodGet, appPath(id, "/awake"), nil, &out)
 }
 
 // Prewake reads the app's learned visits and its next pre-wake.
 func (c *Client) Prewake(ctx context.Context, id string) (reaper.PrewakeView, error) {
 	var out reaper.PrewakeView
-	return out, c.Call(ctx, http.MethodGet, AppPath(id, "/prewake"), nil, &out)
+	return out, c.Call(ctx, http.MethodGet, appPath(id, "/prewake"), nil, &out)
 }
 
 // Wake asks for the app's wake, as a request would.
 func (c *Client) Wake(ctx context.Context, id string, req reaper.ActionRequest) (reaper.WakeAnswer, error) {
 	var out reaper.WakeAnswer
-	return out, c.Call(ctx, http.MethodPost, AppPath(id, "/_wake"), req, &out)
+	return out, c.Call(ctx, http.MethodPost, appPath(id, "/_wake"), req, &out)
 }
 
 // Sleep puts the app to sleep now; the API refuses with 409 and why when it
@@ -153,25 +153,25 @@ func (c *Client) Sleep(ctx context.Context, id string, force bool, req reaper.Ac
 		q = "?force=true"
 	}
 	var out reaper.SleepAnswer
-	return out, c.Call(ctx, http.MethodPost, AppPath(id, "/_sleep", q), req, &out)
+	return out, c.Call(ctx, http.MethodPost, appPath(id, "/_sleep", q), req, &out)
 }
 
 // Hold keeps the app awake for req.Duration (waking it), for req.Reason.
 func (c *Client) Hold(ctx context.Context, id string, req reaper.ActionRequest) (reaper.HoldAnswer, error) {
 	var out reaper.HoldAnswer
-	return out, c.Call(ctx, http.MethodPost, AppPath(id, "/_hold"), req, &out)
+	return out, c.Call(ctx, http.MethodPost, appPath(id, "/_hold"), req, &out)
 }
 
 // Release ends the app's hold now (no active hold is not an error).
 func (c *Client) Release(ctx context.Context, id string, req reaper.ActionRequest) (reaper.ReleaseAnswer, error) {
 	var out reaper.ReleaseAnswer
-	return out, c.Call(ctx, http.MethodDelete, AppPath(id, "/_hold"), req, &out)
+	return out, c.Call(ctx, http.MethodDelete, appPath(id, "/_hold"), req, &out)
 }
 
 // Reset puts the app back to WaitingForInit.
 func (c *Client) Reset(ctx context.Context, id string, req reaper.ActionRequest) (reaper.ResetAnswer, error) {
 	var out reaper.ResetAnswer
-	return out, c.Call(ctx, http.MethodPost, AppPath(id, "/_reset"), req, &out)
+	return out, c.Call(ctx, http.MethodPost, appPath(id, "/_reset"), req, &out)
 }
 
 // Savings reads what sleeping saved, per managed app and in total.
@@ -183,7 +183,7 @@ func (c *Client) Savings(ctx context.Context) (reaper.SavingsAnswer, error) {
 // AppSavings reads one app's savings.
 func (c *Client) AppSavings(ctx context.Context, id string) (reaper.SavingsView, error) {
 	var out reaper.SavingsView
-	return out, c.Call(ctx, http.MethodGet, AppPath(id, "/savings"), nil, &out)
+	return out, c.Call(ctx, http.MethodGet, appPath(id, "/savings"), nil, &out)
 }
 
 // Settings reads the cluster's settings (dry run, kill switch).
