@@ -63,7 +63,9 @@
 //   - admin.go: the admin API of apps and settings; adminactions.go: the
 //     operators' actions on an app (wake, sleep now, hold awake, release,
 //     reset); adminwatch.go: the API's views over time (why awake, recent
-//     wakes, the event stream).
+//     wakes, the event stream); adminwire.go: its requests and answers on
+//     the wire, and the prefixes it is mounted on (package adminapi is its
+//     client, for the CLI and the dashboard).
 //   - events.go: the node's event stream; notify.go: what the Notifier (the
 //     webhooks) is told, and when; eventqueue.go: the webhooks' queues in the
 //     store (memstore_queue.go, valkeystore/queue.go); observe.go: the
