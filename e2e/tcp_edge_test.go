@@ -133,6 +133,13 @@ func TestTCP_ATargetThatAcceptsAndResets(t *testing.T) {
 	if _, err := io.ReadAll(c); err != nil {
 		t.Logf("the client read: %v", err)
 	}
+	defer func() {
+		if t.Failed() {
+			for _, l := range tcpLines(a.p) {
+				t.Logf("tcp connection line: %v", l)
+			}
+		}
+	}()
 	testwait.For(t, 10*time.Second, "the reset logged", func() bool { return endedCount(a.p, "reset")+endedCount(a.p, "closed") == 1 })
 	for _, l := range tcpLines(a.p) {
 		if l["bytes_out"].(float64) != 0 {
