@@ -1,14 +1,174 @@
 package reaper
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
 
-// Apply installs a record read from the store (or just written by the job) as the
-// node's view, and runs the features' hooks (beforeInstall, afterInstall), which
-// release whoever waits on the app if it changed. Records of an older term or
-// revision than the current view are ignored.
+// One path for "a record changed". Both writers of records, the leader's job
+// (Job.write, step.go) and an operator's action (AdminAPI.change,
+// adminactions.go), commit: write, tell, apply, in that order. Every node
+// applies the records the store brings (Apply: its watch, its polls) through
+// the same hooks, in the order of beforeInstall and afterInstall. One tell
+// feeds the event stream (events.go), the history and the webhooks (notify.go).
+
+// commit writes next, the app's record that replaces prev, through the
+// writer's store (the writer holds the app's lock); next gets the next
+// revision. Once it is written:
+//
+//  1. what the write changed is told from this node (tellWritten), with the
+//     action that made it (an operator's; nil: none);
+//  2. it becomes this node's view (apply), which releases whoever waits on
+//     the app: what they cause (a wake's first answer, told by the request
+//     that got it) comes after the change that caused it.
+//
+// While it runs, the records of the app that the store's watch or a poll
+// bring are set aside, and applied after it (commitGate): one of them may be
+// this very write, whose apply would release the waiters before the change is
+// told.
+//
+// What is told is told whatever happens to ctx once the record is written: a
+// change that happened is not lost to the webhooks because the client hung up
+// or the lock was lost right after the write. A write that failed is neither
+// told nor applied; its error is returned.
+func (e *Engine) commit(ctx context.Context, store RecordStore, prev Record, next *Record, action *Transition) error {
+	// Each write gets the next revision, by which nodes order the records they
+	// see whatever the clocks say.
+	next.Revision = prev.Revision + 1
+	a := e.app(next.AppID)
+	if a != nil {
+		a.commits.begin()
+		defer func() {
+			if aside := a.commits.end(); aside != nil {
+				e.apply(a, *aside)
+			}
+		}()
+	}
+	if err := store.PutRecord(ctx, *next); err != nil {
+		return err
+	}
+	e.tellWritten(context.WithoutCancel(ctx), prev, *next, action)
+	if a != nil {
+		e.apply(a, *next)
+	}
+	return nil
+}
+
+// tellWritten tells, from this node, what its write of the app's record
+// changed from prev to next, in this order: its status (to the webhooks: the
+// store wrote the history entry with the record, and every node streams it as
+// it applies it), a hold that ran out by itself since the last look, and the
+// action that made the write (nil: none).
+func (e *Engine) tellWritten(ctx context.Context, prev, next Record, action *Transition) {
+	if prev.Status != next.Status {
+		t := statusTransition(&prev, &next)
+		t.Node = e.opts.Node
+		e.tell(ctx, t, next.Name, 0, toWebhooks)
+	}
+	if a := e.app(next.AppID); a != nil && next.Status == StatusUp && prev.Status != StatusUp && next.Wake != nil {
+		a.told.set(next.Wake.AskedAt.UnixNano())
+	}
+	if h := holdExpired(prev, next); h != nil {
+		t := Transition{AppID: next.AppID, From: next.Status, To: next.Status, Cause: "hold expired", At: h.Until,
+			Kind: EventHoldExpired, By: h.By, Node: e.opts.Node, Hold: h}
+		e.tell(ctx, t, next.Name, 0, toHistory|toWebhooks)
+	}
+	if action != nil {
+		e.tellAction(ctx, *action, next.Name)
+	}
+}
+
+// tellAction tells an operator's action on this node (of the app named name):
+// to the history and the webhooks, and to the event stream unless the record
+// shows it (a hold, its release: every node streams them as it applies them).
+func (e *Engine) tellAction(ctx context.Context, t Transition, name string) {
+	t.Node = e.opts.Node
+	to := toHistory | toWebhooks
+	if t.Kind != EventHold && t.Kind != EventRelease {
+		to |= toStream
+	}
+	e.tell(ctx, t, name, 0, to)
+}
+
+// audience is whom tell tells.
+type audience uint8
+
+const (
+	toStream   audience = 1 << iota // this node's event stream (events.go); never waits
+	toHistory                       // the app's history, in the store
+	toWebhooks                      // the Notifier (notify.go); waits until the event is queued
+)
+
+// tell tells t, of the app named name, to its audience, in this order: the
+// event stream (with seconds: how long the previous status lasted, or the
+// wake took), the history, the webhooks. A history that cannot be written is
+// logged, not fatal: what it tells was done.
+func (e *Engine) tell(ctx context.Context, t Transition, name string, seconds float64, to audience) {
+	if to&toStream != 0 {
+		e.events.publish(t, seconds)
+	}
+	if to&toHistory != 0 {
+		if err := e.store.AddEvent(ctx, t); err != nil {
+			e.storeErr.log(e.log, "adding an event to an app's history failed", fmt.Errorf("%s (%s): %w", t.AppID, t.Kind, err))
+		}
+	}
+	if to&toWebhooks != 0 && e.opts.Notifier != nil {
+		e.opts.Notifier.Notify(ctx, t, name)
+	}
+}
+
+// commitGate keeps the records of an app that the store brings out of the
+// node's view while this node commits the app: the newest is applied after.
+type commitGate struct {
+	mu      sync.Mutex
+	running int     // this node's commits of the app under way
+	aside   *Record // the newest record set aside meanwhile
+}
+
+func (g *commitGate) begin() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running++
+}
+
+// end returns the record to apply now that the last commit under way ended,
+// nil if none.
+func (g *commitGate) end() *Record {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running--
+	if g.running > 0 {
+		return nil
+	}
+	aside := g.aside
+	g.aside = nil
+	return aside
+}
+
+// setAside keeps rec for after the commits under way, and reports whether
+// there are any (false: apply it now).
+func (g *commitGate) setAside(rec Record) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running == 0 {
+		return false
+	}
+	if g.aside == nil || rec.Term > g.aside.Term || (rec.Term == g.aside.Term && rec.Revision >= g.aside.Revision) {
+		g.aside = &rec
+	}
+	return true
+}
+
+// Apply installs a record read from the store as the node's view, and runs the
+// features' hooks (beforeInstall, afterInstall), which release whoever waits on
+// the app if it changed. Records of an older term or revision than the current
+// view are ignored. While this node commits the app, the record is set aside
+// and applied after the commit.
 func (e *Engine) Apply(rec Record) {
 	a := e.app(rec.AppID)
-	if a == nil {
+	if a == nil || a.commits.setAside(rec) {
 		return
 	}
 	e.apply(a, rec)

@@ -20,38 +20,6 @@ type Notifier interface {
 	Notify(ctx context.Context, t Transition, appName string)
 }
 
-// notify hands t to the notifier, if any.
-func (e *Engine) notify(ctx context.Context, t Transition, appName string) {
-	if e.opts.Notifier == nil {
-		return
-	}
-	if t.Node == "" {
-		t.Node = e.opts.Node
-	}
-	e.opts.Notifier.Notify(ctx, t, appName)
-}
-
-// written tells what a write of the app's record changed, from prev to next:
-// its status (also in the history, by the store), and a hold that ran out by
-// itself since the last look (added to the history here). Called by whoever
-// wrote the record, right after the write.
-func (e *Engine) written(ctx context.Context, prev, next Record) {
-	if prev.Status != next.Status {
-		e.notify(ctx, statusTransition(&prev, &next), next.Name)
-	}
-	if a := e.app(next.AppID); a != nil && next.Status == StatusUp && prev.Status != StatusUp && next.Wake != nil {
-		a.told.set(next.Wake.AskedAt.UnixNano())
-	}
-	if h := holdExpired(prev, next); h != nil {
-		t := Transition{AppID: next.AppID, From: next.Status, To: next.Status, Cause: "hold expired", At: h.Until,
-			Kind: EventHoldExpired, By: h.By, Node: e.opts.Node, Hold: h}
-		if err := e.store.AddEvent(ctx, t); err != nil {
-			e.storeErr.log(e.log, "adding a hold's expiry to the history failed", err)
-		}
-		e.notify(ctx, t, next.Name)
-	}
-}
-
 // holdExpired returns next's hold if it ran out by itself between the two looks
 // at the app that prev and next record (their LastCheckAt): each look moves the
 // window on, so an expiry is told once, by the first look after it, whichever
