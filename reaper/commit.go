@@ -67,9 +67,6 @@ func (e *Engine) tellWritten(ctx context.Context, prev, next Record, action *Tra
 		t.Node = e.opts.Node
 		e.tell(ctx, t, next.Name, 0, toWebhooks)
 	}
-	if a := e.app(next.AppID); a != nil && next.Status == StatusUp && prev.Status != StatusUp && next.Wake != nil {
-		a.told.set(next.Wake.AskedAt.UnixNano())
-	}
 	if h := holdExpired(prev, next); h != nil {
 		t := Transition{AppID: next.AppID, From: next.Status, To: next.Status, Cause: "hold expired", At: h.Until,
 			Kind: EventHoldExpired, By: h.By, Node: e.opts.Node, Hold: h}

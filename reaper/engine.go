@@ -146,7 +146,6 @@ type app struct {
 	awake       appAwake
 	boots       bootRing
 	firstAnswer atomic.Int64 // Wake.AskedAt (unix nanoseconds) of the wake whose first answer this node recorded
-	told        toldUp       // the wake whose change to Up this node last told the notifier
 	commits     commitGate   // this node's commits of the app, and the records set aside meanwhile (commit.go)
 
 	// guarded by Engine.mu

@@ -115,7 +115,10 @@ func (e *Engine) recordEvents(cur, rec *Record) {
 
 // wakeAnswered records, once per wake and node, the first held request the app
 // answered: the wake's last phase, published and added to the app's history
-// (in the background: a released request never waits on the store).
+// (in the background: a released request never waits on the store). On the
+// node that wrote the change to Up, that change was told before any held
+// request was released (commit); another node may tell this a moment before
+// the leader queues it (docs/webhooks.md: order by at).
 func (e *Engine) wakeAnswered(a *app, now time.Time) {
 	rec := a.rec.Load()
 	if rec == nil || rec.Wake == nil || rec.Wake.AskedAt.IsZero() {
@@ -138,9 +141,7 @@ func (e *Engine) wakeAnswered(a *app, now time.Time) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		e.tell(ctx, t, rec.Name, 0, toHistory)
-		a.told.wait(ctx, asked, toldWait) // the change to Up first
-		e.tell(ctx, t, rec.Name, 0, toWebhooks)
+		e.tell(ctx, t, rec.Name, 0, toHistory|toWebhooks)
 	}()
 }
 
