@@ -40,6 +40,11 @@
 //     parking, the answer once its hold ends); hold.go: the node's holds and the
 //     per-app waiter loop that releases them; release.go: a crowd released at
 //     the pace its app can take.
+//   - commit.go: the one path of a record change: commit (write, tell,
+//     apply) for both writers, the job and the operators' actions; Apply and
+//     the ordered list of the features' hooks every node runs at a change of
+//     its view; tell, which feeds the event stream, the history and the
+//     webhooks.
 //   - engine.go: a node's view of its apps (records, claims of the routes),
 //     which wires traffic.go (counted in memory, flushed to the store),
 //     wakeask.go (coalesced wake asks) and hold.go together; awake.go: why an
@@ -64,8 +69,8 @@
 //     operators' actions on an app (wake, sleep now, hold awake, release,
 //     reset); adminwatch.go: the API's views over time (why awake, recent
 //     wakes, the event stream).
-//   - events.go: the node's event stream; notify.go: what the Notifier (the
-//     webhooks) is told, and when; eventqueue.go: the webhooks' queues in the
-//     store (memstore_queue.go, valkeystore/queue.go); observe.go: the
-//     Observer the metrics implement.
+//   - events.go: the node's event stream; notify.go: the Notifier (the
+//     webhooks), both told through tell (commit.go); eventqueue.go: the
+//     webhooks' queues in the store (memstore_queue.go, valkeystore/queue.go);
+//     observe.go: the Observer the metrics implement.
 package reaper
