@@ -142,10 +142,13 @@ func (a *AdminAPI) lock(ctx context.Context, id string) (Lock, error) {
 	}
 }
 
-// event tells an operator's action that changes no record (Engine.tellAction).
+// event tells an operator's action that changes no record (Engine.tellAction),
+// as commit tells one that does.
 func (a *AdminAPI) event(ctx context.Context, t Transition) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
+	defer cancel()
 	rec, _ := a.Engine.Record(t.AppID)
-	a.Engine.tellAction(context.WithoutCancel(ctx), t, rec.Name)
+	a.Engine.tellAction(ctx, t, rec.Name)
 }
 
 // managed returns the app's merged policy, ok false (and a 404 written) when no

@@ -29,10 +29,10 @@ import (
 // this very write, whose apply would release the waiters before the change is
 // told.
 //
-// What is told is told whatever happens to ctx once the record is written: a
+// What is told is told whatever happens to ctx once the record is written (a
 // change that happened is not lost to the webhooks because the client hung up
-// or the lock was lost right after the write. A write that failed is neither
-// told nor applied; its error is returned.
+// or the lock was lost right after the write), within tellTimeout. A write
+// that failed is neither told nor applied; its error is returned.
 func (e *Engine) commit(ctx context.Context, store RecordStore, prev Record, next *Record, action *Transition) error {
 	// Each write gets the next revision, by which nodes order the records they
 	// see whatever the clocks say.
@@ -49,7 +49,9 @@ func (e *Engine) commit(ctx context.Context, store RecordStore, prev Record, nex
 	if err := store.PutRecord(ctx, *next); err != nil {
 		return err
 	}
-	e.tellWritten(context.WithoutCancel(ctx), prev, *next, action)
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
+	e.tellWritten(tctx, prev, *next, action)
+	cancel()
 	if a != nil {
 		e.apply(a, *next)
 	}
@@ -88,6 +90,10 @@ func (e *Engine) tellAction(ctx context.Context, t Transition, name string) {
 	}
 	e.tell(ctx, t, name, 0, to)
 }
+
+// tellTimeout bounds what the store is told of one change (its history, the
+// webhooks' queues), once it happened.
+const tellTimeout = 5 * time.Second
 
 // audience is whom tell tells.
 type audience uint8

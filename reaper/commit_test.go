@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/reapergw/reaper/paas/paastest"
 )
@@ -71,6 +72,57 @@ func TestCommit_AChangeIsToldBeforeThisNodeActsOnIt(t *testing.T) {
 		want := []string{"status:Down", "status:WaitingForUp", "status:Up", "wake:Up"}
 		if got := n.kinds(); !slices.Equal(got, want) {
 			t.Errorf("notices = %q, want %q", got, want)
+		}
+	})
+}
+
+// hangingHolds is a notifier whose queue never takes a hold: it waits until
+// its context ends, as on a store that hangs.
+type hangingHolds struct{ gaveUp chan error }
+
+func (h hangingHolds) Notify(ctx context.Context, t Transition, _ string) {
+	if t.Kind == EventHold {
+		<-ctx.Done()
+		h.gaveUp <- ctx.Err()
+	}
+}
+
+// What a change tells once it happened is bounded: an operator's action whose
+// webhooks cannot be queued is answered after tellTimeout, and the node sees
+// the change.
+func TestCommit_WhatIsToldIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, upApp("app"), "")
+		n := hangingHolds{gaveUp: make(chan error, 1)}
+		e.engine.opts.Notifier = n
+		p := e.route(config("app"))
+		e.start()
+		defer e.stop()
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
+
+		began := time.Now()
+		answered := make(chan int, 1)
+		go func() {
+			code, _, _ := call(t, h, "POST", "/api/apps/app/_hold", `{"duration": "1h", "by": "ops"}`)
+			answered <- code
+		}()
+		select {
+		case code := <-answered:
+			if code != 200 {
+				t.Fatalf("hold: %d, want 200", code)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the hold was not answered within a minute: what it tells is not bounded")
+		}
+		if took := time.Since(began); took != tellTimeout {
+			t.Errorf("the hold was answered after %v, want tellTimeout (%v)", took, tellTimeout)
+		}
+		if err := <-n.gaveUp; err != context.DeadlineExceeded {
+			t.Errorf("the notifier's context ended with %v, want its deadline", err)
+		}
+		if rec := p.app.rec.Load(); rec == nil || rec.Hold == nil || rec.Hold.By != "ops" {
+			t.Errorf("the node's view after the hold: %+v, want the hold", rec)
 		}
 	})
 }

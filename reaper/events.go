@@ -139,7 +139,7 @@ func (e *Engine) wakeAnswered(a *app, now time.Time) {
 	e.observer.WakePhase(a.id, PhaseFirstAnswer, now.Sub(w.UpAt))
 	e.observer.WakePhase(a.id, "total", w.Total())
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
 		defer cancel()
 		e.tell(ctx, t, rec.Name, 0, toHistory|toWebhooks)
 	}()
