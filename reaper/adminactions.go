@@ -65,12 +65,13 @@ type refusal struct {
 	msg  string
 }
 
-// change applies f to the app's record under its lock and commits it (commit.go:
-// written, told with the action, told unless nil, then seen by this node), then
-// asks the job to look at the app. f refuses by returning a refusal (nothing is
-// written). The action is told before the lock is released, so that it comes
-// before whatever the job does about it. change answers the client itself on
-// failure and reports whether the change was written, with the new record.
+// change applies f to the app's record under its lock and commits it with the
+// action that told makes of it (none when told is nil): written, told, then
+// seen by this node (commit.go); then it asks the job to look at the app. f
+// refuses by returning a refusal (nothing is written). The action is told
+// before the lock is released, so that it comes before whatever the job does
+// about it. change answers the client itself on failure and reports whether
+// the change was written, with the new record.
 func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f func(rec *Record, now time.Time) *refusal,
 	told func(next Record) Transition) (Record, bool) {
 	ctx := r.Context()
