@@ -57,13 +57,13 @@ type refusal struct {
 	msg  string
 }
 
-// change applies f to the app's record under its lock, writes it and makes this
-// node see it, tells the action (told, unless nil: its entry in the history and
-// its event), then asks the job to look at the app. f refuses by returning a
-// refusal (nothing is written). The action is told before the lock is released,
-// so that it comes before whatever the job does about it. change answers the
-// client itself on failure and reports whether the change was written, with the
-// new record.
+// change applies f to the app's record under its lock and commits it with the
+// action that told makes of it (none when told is nil): written, told, then
+// seen by this node (commit.go); then it asks the job to look at the app. f
+// refuses by returning a refusal (nothing is written). The action is told
+// before the lock is released, so that it comes before whatever the job does
+// about it. change answers the client itself on failure and reports whether
+// the change was written, with the new record.
 func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f func(rec *Record, now time.Time) *refusal,
 	told func(next Record) Transition) (Record, bool) {
 	ctx := r.Context()
@@ -97,15 +97,14 @@ func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f f
 		httpjson.Error(w, no.code, no.msg)
 		return Record{}, false
 	}
-	next.Revision = rec.Revision + 1
-	if err := a.Store.PutRecord(ctx, next); err != nil {
+	var action *Transition
+	if told != nil {
+		t := told(next)
+		action = &t
+	}
+	if err := a.Engine.commit(ctx, a.Store, rec, &next, action); err != nil {
 		httpjson.Error(w, http.StatusServiceUnavailable, "the record cannot be written: "+err.Error())
 		return Record{}, false
-	}
-	a.Engine.Apply(next)
-	a.Engine.written(context.WithoutCancel(ctx), rec, next)
-	if told != nil {
-		a.event(ctx, told(next))
 	}
 	unlock() // before the look: the job must find the lock free
 	a.Engine.asks.look(ctx, id)
@@ -136,18 +135,13 @@ func (a *AdminAPI) lock(ctx context.Context, id string) (Lock, error) {
 	}
 }
 
-// event adds an operator's action to the app's history and the node's events;
-// a history that cannot be written is logged, not fatal: the action was done.
+// event tells an operator's action that changes no record (Engine.tellAction),
+// as commit tells one that does.
 func (a *AdminAPI) event(ctx context.Context, t Transition) {
-	t.Node = a.Engine.opts.Node
-	if t.Kind != EventHold && t.Kind != EventRelease { // those are seen in the record, on every node
-		a.Engine.events.publish(t, 0)
-	}
-	if err := a.Store.AddEvent(context.WithoutCancel(ctx), t); err != nil {
-		a.Engine.log.Warn("adding an operator's action to the history failed", "app", t.AppID, "kind", t.Kind, "err", err)
-	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
+	defer cancel()
 	rec, _ := a.Engine.Record(t.AppID)
-	a.Engine.notify(context.WithoutCancel(ctx), t, rec.Name)
+	a.Engine.tellAction(ctx, t, rec.Name)
 }
 
 // managed returns the app's merged policy, ok false (and a 404 written) when no

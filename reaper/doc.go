@@ -43,6 +43,11 @@
 //     the pace its app can take; resend.go: a released request sent again
 //     when its just-woken app drops its connection; wakelimit.go: the wake
 //     limits per client and per node.
+//   - commit.go: the one path of a record change: commit (write, tell,
+//     apply) for both writers, the job and the operators' actions; Apply and
+//     the ordered list of the features' hooks every node runs at a change of
+//     its view; tell, which feeds the event stream, the history and the
+//     webhooks.
 //   - engine.go: a node's view of its apps (records, claims of the routes),
 //     which wires traffic.go (counted in memory, flushed to the store),
 //     wakeask.go (coalesced wake asks) and hold.go together; awake.go: why an
@@ -67,11 +72,11 @@
 //     operators' actions on an app (wake, sleep now, hold awake, release,
 //     reset); adminreap.go: the reference's _reap; adminwatch.go: the
 //     API's views over time (why awake, recent wakes, the event stream);
-//     adminwire.go: its requests and answers on
-//     the wire, and the prefixes it is mounted on (package adminapi is its
-//     client, for the CLI and the dashboard).
-//   - events.go: the node's event stream; notify.go: what the Notifier (the
-//     webhooks) is told, and when; eventqueue.go: the webhooks' queues in the
-//     store (memstore_queue.go, valkeystore/queue.go); observe.go: the
-//     Observer the metrics implement.
+//     adminwire.go: its requests and answers on the wire, and the prefixes it
+//     is mounted on (package adminapi is its client, for the CLI and the
+//     dashboard).
+//   - events.go: the node's event stream; notify.go: the Notifier (the
+//     webhooks), both told through tell (commit.go); eventqueue.go: the
+//     webhooks' queues in the store (memstore_queue.go, valkeystore/queue.go);
+//     observe.go: the Observer the metrics implement.
 package reaper

@@ -146,7 +146,7 @@ type app struct {
 	awake       appAwake
 	boots       bootRing
 	firstAnswer atomic.Int64 // Wake.AskedAt (unix nanoseconds) of the wake whose first answer this node recorded
-	told        toldUp       // the wake whose change to Up this node last told the notifier
+	commits     commitGate   // this node's commits of the app, and the records set aside meanwhile (commit.go)
 
 	// guarded by Engine.mu
 	owner  string
@@ -326,71 +326,6 @@ func (a *app) changed() <-chan struct{} {
 	a.notifyMu.Lock()
 	defer a.notifyMu.Unlock()
 	return a.notify
-}
-
-// Apply installs a record read from the store (or just written by the job) as the
-// node's view, and releases whoever waits on the app if it changed. Records of an
-// older term or revision than the current view are ignored.
-func (e *Engine) Apply(rec Record) {
-	a := e.app(rec.AppID)
-	if a == nil {
-		return
-	}
-	for {
-		cur := a.rec.Load()
-		if cur != nil && (rec.Term < cur.Term || (rec.Term == cur.Term && rec.Revision < cur.Revision)) {
-			return
-		}
-		if cur != nil && *cur == rec {
-			return
-		}
-		if cur != nil && (cur.Status == StatusUp) != (rec.Status == StatusUp) {
-			// The app stops or wakes: a connection kept idle across its sleep
-			// may be dead without this side knowing, and a request whose body
-			// cannot be sent again would fail on it. Dropped before the record
-			// that releases held requests, so that none rides one.
-			e.dropIdle(a)
-		}
-		if rec.Status == StatusUp && (cur == nil || cur.Status != StatusUp) {
-			// The ready delay counts from when this node saw the app come up, on
-			// its own clock (another node's clock may be off); set before the
-			// record, so that a waiter that sees Up sees this too.
-			seen := time.Now()
-			if cur == nil {
-				seen = rec.LastUpAt // known already up when this node started
-			}
-			a.upSeen.Store(seen.UnixNano())
-		}
-		if a.rec.CompareAndSwap(cur, &rec) {
-			if rec.Status == StatusUp && (cur == nil || cur.Status != StatusUp) {
-				a.awake.reset(time.Unix(0, a.upSeen.Load()))
-				a.learnBoot(&rec)
-			}
-			if cur != nil {
-				e.recordEvents(cur, &rec)
-			}
-			e.followReadiness(cur, &rec)
-			statusChanged := cur == nil || cur.Status != rec.Status
-			if statusChanged {
-				e.asks.restart(a)
-			}
-			if statusChanged || !sameWake(cur.Wake, rec.Wake) {
-				// The waiting pages' live progress follows a wake's phases too.
-				a.notifyMu.Lock()
-				close(a.notify)
-				a.notify = make(chan struct{})
-				a.notifyMu.Unlock()
-			}
-			if statusChanged {
-				if rec.Status == StatusWaitingForShutdown {
-					// The leader will re-check traffic before it stops the app:
-					// make this node's counts fresh for it.
-					e.kickFlush()
-				}
-			}
-			return
-		}
-	}
 }
 
 // dropIdle closes the idle connections to the app's backends, those of every

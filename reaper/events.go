@@ -100,22 +100,25 @@ func (e *Engine) Subscribe(after uint64) (recent []Event, next <-chan Event, can
 // its status, its hold.
 func (e *Engine) recordEvents(cur, rec *Record) {
 	if cur.Status != rec.Status {
-		e.events.publish(statusTransition(cur, rec), rec.LastStatusUpdate.Sub(cur.LastStatusUpdate).Seconds())
+		e.tell(context.Background(), statusTransition(cur, rec), rec.Name, rec.LastStatusUpdate.Sub(cur.LastStatusUpdate).Seconds(), toStream)
 	}
 	switch old, now := cur.Hold, rec.Hold; {
 	case now == nil || (old != nil && *old == *now):
 	case old == nil || !now.Since.Equal(old.Since):
-		e.events.publish(Transition{AppID: rec.AppID, From: rec.Status, To: rec.Status, Cause: now.Reason,
-			At: now.Since, Kind: EventHold, By: now.By, Hold: now}, 0)
+		e.tell(context.Background(), Transition{AppID: rec.AppID, From: rec.Status, To: rec.Status, Cause: now.Reason,
+			At: now.Since, Kind: EventHold, By: now.By, Hold: now}, rec.Name, 0, toStream)
 	case now.Until.Before(old.Until) && !now.Until.After(time.Now()):
-		e.events.publish(Transition{AppID: rec.AppID, From: rec.Status, To: rec.Status, Cause: "hold released",
-			At: now.Until, Kind: EventRelease, By: now.ReleasedBy, Hold: now}, 0)
+		e.tell(context.Background(), Transition{AppID: rec.AppID, From: rec.Status, To: rec.Status, Cause: "hold released",
+			At: now.Until, Kind: EventRelease, By: now.ReleasedBy, Hold: now}, rec.Name, 0, toStream)
 	}
 }
 
 // wakeAnswered records, once per wake and node, the first held request the app
 // answered: the wake's last phase, published and added to the app's history
-// (in the background: a released request never waits on the store).
+// (in the background: a released request never waits on the store). On the
+// node that wrote the change to Up, that change was told before any held
+// request was released (commit); another node may tell this a moment before
+// the leader queues it (docs/webhooks.md: order by at).
 func (e *Engine) wakeAnswered(a *app, now time.Time) {
 	rec := a.rec.Load()
 	if rec == nil || rec.Wake == nil || rec.Wake.AskedAt.IsZero() {
@@ -132,17 +135,13 @@ func (e *Engine) wakeAnswered(a *app, now time.Time) {
 	}
 	t := Transition{AppID: a.id, From: rec.Status, To: rec.Status, At: now, Kind: EventWake, Node: e.opts.Node, Phases: &w,
 		Cause: "first held request answered"}
-	e.events.publish(t, w.Total().Seconds())
+	e.tell(context.Background(), t, rec.Name, w.Total().Seconds(), toStream)
 	e.observer.WakePhase(a.id, PhaseFirstAnswer, now.Sub(w.UpAt))
 	e.observer.WakePhase(a.id, "total", w.Total())
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), tellTimeout)
 		defer cancel()
-		if err := e.store.AddEvent(ctx, t); err != nil {
-			e.storeErr.log(e.log, "adding a wake's phases to the history failed", err)
-		}
-		a.told.wait(ctx, asked, toldWait) // the change to Up first
-		e.notify(ctx, t, rec.Name)
+		e.tell(ctx, t, rec.Name, 0, toHistory|toWebhooks)
 	}()
 }
 

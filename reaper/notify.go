@@ -1,10 +1,6 @@
 package reaper
 
-import (
-	"context"
-	"sync"
-	"time"
-)
+import "context"
 
 // Notifier is told of what happens to the apps, where it happens, for the
 // webhooks to announce: every change of status (written by the leader's job, or
@@ -20,38 +16,6 @@ type Notifier interface {
 	Notify(ctx context.Context, t Transition, appName string)
 }
 
-// notify hands t to the notifier, if any.
-func (e *Engine) notify(ctx context.Context, t Transition, appName string) {
-	if e.opts.Notifier == nil {
-		return
-	}
-	if t.Node == "" {
-		t.Node = e.opts.Node
-	}
-	e.opts.Notifier.Notify(ctx, t, appName)
-}
-
-// written tells what a write of the app's record changed, from prev to next:
-// its status (also in the history, by the store), and a hold that ran out by
-// itself since the last look (added to the history here). Called by whoever
-// wrote the record, right after the write.
-func (e *Engine) written(ctx context.Context, prev, next Record) {
-	if prev.Status != next.Status {
-		e.notify(ctx, statusTransition(&prev, &next), next.Name)
-	}
-	if a := e.app(next.AppID); a != nil && next.Status == StatusUp && prev.Status != StatusUp && next.Wake != nil {
-		a.told.set(next.Wake.AskedAt.UnixNano())
-	}
-	if h := holdExpired(prev, next); h != nil {
-		t := Transition{AppID: next.AppID, From: next.Status, To: next.Status, Cause: "hold expired", At: h.Until,
-			Kind: EventHoldExpired, By: h.By, Node: e.opts.Node, Hold: h}
-		if err := e.store.AddEvent(ctx, t); err != nil {
-			e.storeErr.log(e.log, "adding a hold's expiry to the history failed", err)
-		}
-		e.notify(ctx, t, next.Name)
-	}
-}
-
 // holdExpired returns next's hold if it ran out by itself between the two looks
 // at the app that prev and next record (their LastCheckAt): each look moves the
 // window on, so an expiry is told once, by the first look after it, whichever
@@ -65,56 +29,4 @@ func holdExpired(prev, next Record) *KeepWarm {
 		return h
 	}
 	return nil
-}
-
-// toldWait bounds how long a wake's first answer waits for the change to Up that
-// released it to be told on this node: on a node whose job did not write that
-// change (a follower), it is not told there, and the wake is told after this.
-const toldWait = 2 * time.Second
-
-// toldUp is the wake (its Wake.AskedAt, unix nanoseconds) whose change to Up
-// this node last told the notifier, so that what that change causes (the wake's
-// first answer, told by the request that got it) is told after it: the held
-// requests are released as soon as the record is applied, which may be before
-// the job that wrote it has told it.
-type toldUp struct {
-	mu    sync.Mutex
-	asked int64
-	next  chan struct{} // closed and replaced at each set
-}
-
-func (t *toldUp) set(asked int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.asked = asked
-	if t.next != nil {
-		close(t.next)
-		t.next = nil
-	}
-}
-
-// wait returns once the change to Up of the wake asked at asked was told, after
-// limit, or when ctx ends.
-func (t *toldUp) wait(ctx context.Context, asked int64, limit time.Duration) {
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	for {
-		t.mu.Lock()
-		if t.asked == asked {
-			t.mu.Unlock()
-			return
-		}
-		if t.next == nil {
-			t.next = make(chan struct{})
-		}
-		next := t.next
-		t.mu.Unlock()
-		select {
-		case <-next:
-		case <-timer.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
 }

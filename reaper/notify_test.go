@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
@@ -55,6 +56,21 @@ func (n *notices) find(kind string) (Transition, bool) {
 	return Transition{}, false
 }
 
+// gatedStart is a platform whose starts wait until gate is closed.
+type gatedStart struct {
+	*paastest.Fake
+	gate chan struct{}
+}
+
+func (g gatedStart) Start(ctx context.Context, app paas.App) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Fake.Start(ctx, app)
+}
+
 // An operator's actions, the changes of status they bring, a held request's
 // wake and a hold that runs out are told to the notifier, in order, once each;
 // the hold's expiry goes to the history too.
@@ -62,6 +78,13 @@ func TestNotify_ActionsStatusesWakeAndHoldExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := paastest.New("app")
 		e := newEnv(t, fake, "")
+		// The app comes up only once the request is held: one that finds it
+		// up already is let through unheld, and then no wake is told (the
+		// job, asked in the background, sometimes won that race).
+		gate := make(chan struct{})
+		e.job = NewJob(JobOptions{Engine: e.engine, Store: e.store, PaaS: gatedStart{fake, gate}, Logger: slog.New(slog.DiscardHandler),
+			FastInterval: 5 * time.Second, FullInterval: 30 * time.Second})
+		e.engine.SetAsker(e.job)
 		n := &notices{}
 		e.engine.opts.Notifier = n
 		p := e.route(config("app"))
@@ -71,15 +94,13 @@ func TestNotify_ActionsStatusesWakeAndHoldExpiry(t *testing.T) {
 		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
 
 		// A held request wakes the app: the first answer is told with every phase.
-		// The platform finishes the start only once the request waits: a start
-		// that finished between the request's ask and its hold would find the
-		// app ready, and the request would not be a held one.
-		fake.Manual = true
 		held := make(chan result, 1)
 		go func() { held <- do(context.Background(), p, apiRequest("GET", "/"), true) }()
 		settle()
-		fake.FinishStart("app")
-		fake.Manual = false
+		if got := e.engine.holds.held.Load(); got != 1 {
+			t.Fatalf("held requests = %d before the app starts, want 1", got)
+		}
+		close(gate)
 		r := <-held
 		if r.answer != nil {
 			t.Fatalf("held request: %d, want it let through", r.status())

@@ -445,14 +445,12 @@ func (j *Job) verify(ctx context.Context) bool {
 	return true
 }
 
-// write stores next (and a history entry when the status changed) and makes this
-// node see it at once. It reports whether the record was stored.
+// write commits next (commit.go: the store keeps it, and a history entry when
+// the status changed; this node tells it, then sees it at once). It reports
+// whether the record was stored.
 func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
-	// Each write gets the next revision, by which nodes order the records they
-	// see whatever the clocks say.
-	next.Revision = prev.Revision + 1
 	*next = accountSleep(prev, *next)
-	if err := j.opts.Store.PutRecord(ctx, *next); err != nil {
+	if err := j.opts.Engine.commit(ctx, j.opts.Store, prev, next, nil); err != nil {
 		if errors.Is(err, ErrStaleTerm) {
 			j.log.Warn("a newer leader owns this app's record; leaving it", "app", next.AppID)
 		} else {
@@ -460,9 +458,6 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 		}
 		return false
 	}
-	// This node acts on the record at once (before it says so in the log).
-	j.opts.Engine.Apply(*next)
-	j.opts.Engine.written(ctx, prev, *next)
 	if prev.Status == StatusWaitingForUp && next.Status == StatusUp && next.Wake != nil {
 		// The phases as far as the platform goes are in the history entry of
 		// the change to Up (UpPhases); the first node to answer a held request
