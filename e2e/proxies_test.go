@@ -141,3 +141,80 @@ func nginxFront(t *testing.T, auth string, apps ...app) string {
 	startNginx(t, listen, servers.String())
 	return listen
 }
+
+// caddyVersion is the Caddy the tests run: the Makefile's CADDY_VERSION, which
+// `make caddy` installs into caddyPath.
+const caddyVersion = "v2.11.9"
+
+// requireCaddyEnv names the variable that turns a missing Caddy from a skip
+// into a failure.
+const requireCaddyEnv = "REAPER_REQUIRE_CADDY"
+
+// caddyPath is where `make caddy` puts the binary: the user's cache folder.
+func caddyPath() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "reaper", "caddy-"+caddyVersion, "caddy")
+}
+
+// startCaddy runs Caddy on the Caddyfile (its sites on listen), with its data
+// and configuration folders under a temporary directory, and stops it at the
+// end of the test. It skips without `make caddy`'s binary, unless
+// REAPER_REQUIRE_CADDY=1.
+func startCaddy(t *testing.T, listen, caddyfile string) {
+	t.Helper()
+	bin := caddyPath()
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv(requireCaddyEnv) == "1" {
+			t.Fatalf("Caddy %s is not at %s (make caddy), and %s=1", caddyVersion, bin, requireCaddyEnv)
+		}
+		t.Skipf("Caddy %s is not at %s: run make caddy; set %s=1 to fail instead", caddyVersion, bin, requireCaddyEnv)
+	}
+	d := t.TempDir()
+	global := "{\n\tadmin off\n\tauto_https off\n\tpersist_config off\n\tstorage file_system " + filepath.Join(d, "data") + "\n}\n"
+	path := filepath.Join(d, "Caddyfile")
+	if err := os.WriteFile(path, []byte(global+caddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+d, "XDG_DATA_HOME="+d, "XDG_CONFIG_HOME="+d)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("caddy printed:\n%s", out.String())
+		}
+	})
+	waitListening(t, "caddy", listen, done)
+}
+
+// caddyFront runs docs/integrations.md's Caddyfile once per app (its domain
+// <id>.test) on one port, in front of reaper's auth listener; it returns the
+// proxy's address.
+func caddyFront(t *testing.T, auth string, apps ...app) string {
+	t.Helper()
+	listen := freeport.Addr(t)
+	_, port, _ := net.SplitHostPort(listen)
+	recipe := docBlock(t, "caddyfile")
+	var sites strings.Builder
+	for _, a := range apps {
+		sites.WriteString(recipeFor(t, recipe, "http://"+a.id+".test:"+port, a.addr, auth, listen))
+	}
+	startCaddy(t, listen, sites.String())
+	return listen
+}

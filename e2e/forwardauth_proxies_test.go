@@ -155,20 +155,35 @@ func sleeps(p *reaperProc, id string) int {
 }
 
 func TestForwardAuth_ThroughNginx(t *testing.T) {
+	testThrough(t, nginxFront)
+}
+
+func TestForwardAuth_ThroughCaddy(t *testing.T) {
+	testThrough(t, caddyFront)
+}
+
+// testThrough runs the proxy suite through the proxy front starts.
+func testThrough(t *testing.T, front func(t *testing.T, auth string, apps ...app) string) {
 	web, api, held, crowdApp, busy := proxiedApps(t)
 	auth := freeport.Addr(t)
 	cfg := strings.Replace(shortGrace(reaperConfig(web, api, held, crowdApp, busy)), "  data_dir:", "  auth_listen: "+auth+"\n  data_dir:", 1)
 	p := startReaper(t, t.TempDir(), cfg)
-	p.waitLog(func(l map[string]any) bool { return l["msg"] == "reaper started" }, 10*time.Second)
 	testwait.For(t, 10*time.Second, "every app Down", func() bool { return downs(p) >= 5 })
-	front := nginxFront(t, auth, web, api, held, crowdApp, busy)
-	proxySuite(t, p, front)
+	proxySuite(t, p, front(t, auth, web, api, held, crowdApp, busy))
 }
 
 func TestForwardAuth_ThroughNginx_UntrustedProxyGets403(t *testing.T) {
+	testUntrusted(t, nginxFront)
+}
+
+func TestForwardAuth_ThroughCaddy_UntrustedProxyGets403(t *testing.T) {
+	testUntrusted(t, caddyFront)
+}
+
+func testUntrusted(t *testing.T, start func(t *testing.T, auth string, apps ...app) string) {
 	a := app{id: "web", addr: freeport.Addr(t)}
 	p, auth := startAuthReaper(t, "  auth_trusted_proxies: [10.0.0.0/8]\n", a)
-	front := nginxFront(t, auth, a)
+	front := start(t, auth, a)
 	resp, err := via(front, "GET", "web.test", "/", nil, "Accept", "text/html")
 	if err != nil {
 		t.Fatal(err)
