@@ -6,6 +6,7 @@ package config
 import (
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -71,6 +72,11 @@ type Node struct {
 	AuthTrustedProxies []string `yaml:"auth_trusted_proxies"`
 	// AuthHoldMax bounds how long an auth call is held while its app wakes.
 	AuthHoldMax conf.Duration `yaml:"auth_hold_max"`
+	// AuthURL is the listener's URL as proxies reach it (Traefik's forwardAuth
+	// address). Default: http:// and auth_listen.
+	AuthURL string `yaml:"auth_url"`
+	// AuthTraefikRoutes are the ids of the routes /traefik gives Traefik.
+	AuthTraefikRoutes []string `yaml:"auth_traefik_routes"`
 
 	trusted     []netip.Prefix
 	authTrusted []netip.Prefix
@@ -283,6 +289,11 @@ func (n *Node) Validate(path string, errs *conf.Errors) {
 func (n *Node) validateAuth(path string, errs *conf.Errors) {
 	if n.AuthListen != "" {
 		checkAddr(n.AuthListen, conf.Key(path, "auth_listen"), errs)
+	}
+	if n.AuthURL != "" {
+		if u, err := url.Parse(n.AuthURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs.Add(conf.Key(path, "auth_url"), "%s is not an http:// or https:// URL", strconv.Quote(n.AuthURL))
+		}
 	}
 	if n.AuthHoldMax <= 0 {
 		errs.Add(conf.Key(path, "auth_hold_max"), "must be more than 0")

@@ -100,6 +100,11 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`node.auth_hold_max: must be more than 0`,
 			`node.auth_trusted_proxies[1]: "banana" is not a valid IP address or CIDR prefix`,
 		}},
+		{"traefik", "node: {auth_url: 'ftp://x', auth_traefik_routes: [nope]}", []string{
+			`node.auth_url: "ftp://x" is not an http:// or https:// URL`,
+			`node.auth_traefik_routes: needs node.auth_listen: Traefik reaches reaper there`,
+			`node.auth_traefik_routes[0]: "nope" is not the id of a route`,
+		}},
 		{"tls", "node: {tls: {cert: /nonexistent/cert.pem}}", []string{
 			`node.tls.cert: "/nonexistent/cert.pem" cannot be read: no such file or directory`,
 			`node.tls.key: is required with tls (or acme, for certificates from an ACME CA)`,

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -144,5 +145,54 @@ func TestForwardAuth_UntrustedCallerGets403(t *testing.T) {
 	}
 	if starts(p, "web") != 0 {
 		t.Error("an untrusted caller woke the app")
+	}
+}
+
+// GET /traefik on a running node: the routes marked for Traefik, behind the
+// forwardAuth middleware that asks this listener's /auth.
+func TestForwardAuth_TraefikProviderGivesTheMarkedRoutes(t *testing.T) {
+	web := app{id: "web", addr: freeport.Addr(t)}
+	api := app{id: "api", addr: freeport.Addr(t)}
+	_, auth := startAuthReaper(t, "  auth_traefik_routes: [web]\n", web, api)
+	get := func() string {
+		resp, err := http.Get("http://" + auth + "/traefik")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("/traefik: %d", resp.StatusCode)
+		}
+		return readAll(t, resp)
+	}
+	body := get()
+	var c struct {
+		HTTP struct {
+			Routers map[string]struct {
+				Rule, Service string
+				Middlewares   []string
+			}
+			Services map[string]struct {
+				LoadBalancer struct{ Servers []struct{ URL string } } `json:"loadBalancer"`
+			}
+			Middlewares map[string]struct {
+				ForwardAuth struct{ Address string } `json:"forwardAuth"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	r, ok := c.HTTP.Routers["reaper-web"]
+	if !ok || len(c.HTTP.Routers) != 1 || r.Rule != "Host(`web.test`)" || r.Service != "reaper-web" || len(r.Middlewares) != 1 || r.Middlewares[0] != "reaper-auth" {
+		t.Errorf("routers: %s", body)
+	}
+	if s := c.HTTP.Services["reaper-web"].LoadBalancer.Servers; len(s) != 1 || s[0].URL != "http://"+web.addr {
+		t.Errorf("services: %s", body)
+	}
+	if a := c.HTTP.Middlewares["reaper-auth"].ForwardAuth.Address; a != "http://"+auth+"/auth" {
+		t.Errorf("the middleware asks %q, want this listener's /auth", a)
+	}
+	if again := get(); again != body {
+		t.Errorf("a second answer differs:\n%s\n%s", again, body)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/reapergw/reaper/plugin"
 )
 
 // Paths served on the listener.
@@ -51,6 +53,12 @@ type Options struct {
 	// route's fail_timeout bounds it too). 0: DefaultHoldMax.
 	HoldMax time.Duration
 	Logger  *slog.Logger
+	// Routes returns the routes in force, for PathTraefik; TraefikRoutes are
+	// the ids of those it gives Traefik (opt-in), and AuthURL the listener's
+	// URL as Traefik reaches it.
+	Routes        func() []*plugin.Route
+	TraefikRoutes []string
+	AuthURL       string
 }
 
 // Server is the forward-auth listener's handler.
@@ -60,12 +68,20 @@ type Server struct {
 	holdMax time.Duration
 	log     *slog.Logger
 	answers *answerStore
+
+	routes        func() []*plugin.Route
+	traefikRoutes map[string]bool
+	authURL       string
 }
 
 // New returns the handler; access runs the routes' access steps without
 // proxying (a plugin.Gateway built with AccessOnly).
 func New(access http.Handler, opts Options) *Server {
-	s := &Server{access: access, trusted: opts.Trusted, holdMax: opts.HoldMax, log: opts.Logger, answers: newAnswerStore()}
+	s := &Server{access: access, trusted: opts.Trusted, holdMax: opts.HoldMax, log: opts.Logger, answers: newAnswerStore(),
+		routes: opts.Routes, traefikRoutes: map[string]bool{}, authURL: opts.AuthURL}
+	for _, id := range opts.TraefikRoutes {
+		s.traefikRoutes[id] = true
+	}
 	if len(s.trusted) == 0 {
 		s.trusted = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 	}
@@ -89,6 +105,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.auth(w, r, false)
 	case r.URL.Path == PathNginx:
 		s.auth(w, r, true)
+	case r.URL.Path == PathTraefik:
+		s.serveTraefik(w)
 	case strings.HasPrefix(r.URL.Path, pathAnswer):
 		s.serveAnswer(w, strings.TrimPrefix(r.URL.Path, pathAnswer))
 	default:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -360,11 +361,22 @@ func (n *node) authTrusted() []netip.Prefix {
 	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 }
 
+// authRoutes are the routes in force (they follow reloads).
+func (n *node) authRoutes() []*plugin.Route {
+	if r := n.auth.Router(); r != nil {
+		return r.Routes()
+	}
+	return nil
+}
+
 // serveAuth serves the forward-auth listener on ln.
 func (n *node) serveAuth(ln net.Listener) {
 	n.authServer = &http.Server{
 		Handler: forwardauth.New(n.auth, forwardauth.Options{
 			Trusted: n.authTrusted(), HoldMax: n.cfg.Node.AuthHoldMax.D(), Logger: n.log,
+			Routes:        n.authRoutes,
+			TraefikRoutes: n.cfg.Node.AuthTraefikRoutes,
+			AuthURL:       cmp.Or(n.cfg.Node.AuthURL, "http://"+ln.Addr().String()),
 		}),
 		ReadHeaderTimeout: n.cfg.Node.ReadHeaderTimeout.D(),
 		IdleTimeout:       n.cfg.Node.IdleTimeout.D(),
