@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -30,7 +31,8 @@ routes:
     backend: {targets: ["$B"]}
     plugins: [{plugin: test_steps, config: {tag: b, answer: access}}]
 `, map[string]string{"B": backend.URL}, map[string]any{"calls": calls})
-	g := NewGateway(GatewayOptions{Logger: slog.New(slog.DiscardHandler), AccessOnly: true})
+	obs := &doneRecorder{}
+	g := NewGateway(GatewayOptions{Logger: slog.New(slog.DiscardHandler), AccessOnly: true, Observer: obs})
 	g.Swap(r)
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
@@ -50,6 +52,12 @@ routes:
 	if res := get("shut.test"); res.StatusCode != 403 || res.Header.Get(HeaderAccessAllowed) != "" {
 		t.Errorf("answered by the step: %d %v", res.StatusCode, res.Header)
 	}
+	// No backend answered either: metrics count both as the gateway's.
+	for _, d := range obs.list() {
+		if !d.ByGateway {
+			t.Errorf("observed %+v as answered by a backend", d)
+		}
+	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the backend was reached %d times", n)
 	}
@@ -65,4 +73,21 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+type doneRecorder struct {
+	mu   sync.Mutex
+	done []RequestDone
+}
+
+func (r *doneRecorder) ObserveRequest(d RequestDone) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = append(r.done, d)
+}
+
+func (r *doneRecorder) list() []RequestDone {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]RequestDone(nil), r.done...)
 }

@@ -451,7 +451,7 @@ func (g *Gateway) done(st *state, aborted bool) {
 	}
 	if g.observer != nil {
 		g.observer.ObserveRequest(RequestDone{Route: route, Class: st.ex.Class, Outcome: st.ex.Outcome, Status: status,
-			ByGateway: st.upstream == "" || st.upstream == upstreamGateway, Duration: time.Since(st.ex.Start)})
+			ByGateway: st.upstream == "" || st.upstream == upstreamGateway || st.upstream == upstreamNone, Duration: time.Since(st.ex.Start)})
 	}
 	g.logAccess(st, route, status)
 }
