@@ -91,3 +91,29 @@ func BenchmarkAuth_AwakeApp(b *testing.B) {
 		}
 	}
 }
+
+// The same over loopback HTTP, as a proxy asks: net/http's server and client
+// both run in this process, so ns/op is their cost together.
+func BenchmarkAuth_AwakeAppOverHTTP(b *testing.B) {
+	s := awakeServer(b)
+	srv := httptest.NewServer(s)
+	b.Cleanup(srv.Close)
+	client := srv.Client()
+	req, _ := http.NewRequest("GET", srv.URL+"/auth", nil)
+	req.Header.Set("X-Forwarded-Method", "GET")
+	req.Header.Set("X-Forwarded-Host", "app.test")
+	req.Header.Set("X-Forwarded-Uri", "/items?page=2")
+	req.Header.Set("Accept", "application/json")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("%d", resp.StatusCode)
+		}
+	}
+}
