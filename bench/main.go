@@ -12,6 +12,7 @@
 //	G. a cluster of three nodes: leader failover, and a follower's ask to the leader's start call
 //	H. the same cluster's leader killed in the middle of a wake: the time to the held answers, one start
 //	I. leader churn: elections under CPU load, Raft timeouts of before and of now side by side
+//	T. wake on TCP: a cold Postgres's first answer, a spliced connection's throughput, idle connections' memory
 //
 // Run it from the repository root: `make bench` (which builds bin/reaper and
 // bin/demoapp first) or `go run ./bench`. The exit status is 0 when every target
@@ -58,6 +59,7 @@ var parts = []struct {
 	{"cluster", "G", runCluster, errNoRedis},
 	{"leaderkill", "H", runLeaderKill, errNoRedis},
 	{"churn", "I", runChurn, errNoRedis},
+	{"tcp", "T", runTCP, errNoPostgres},
 }
 
 // options are the command line of the bench.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/reapergw/reaper/adminapi"
 	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/reaper"
 )
@@ -80,49 +81,32 @@ func askFor(action, id string, form url.Values) (question, detail string, ok boo
 
 // doAction calls the admin API for the action and says what happened.
 func (d *Dashboard) doAction(ctx context.Context, action, id string, form url.Values, by string) (string, error) {
-	base := "/api/apps/" + url.PathEscape(id)
-	body := map[string]string{"by": by}
+	req := reaper.ActionRequest{By: by}
 	switch action {
 	case "wake":
-		var res struct {
-			Status reaper.Status `json:"status"`
-		}
-		err := d.api.call(ctx, http.MethodPost, base+"/_wake", body, &res)
+		res, err := d.api.Wake(ctx, id, req)
 		return "Wake asked for " + id + " (it was " + string(res.Status) + ").", err
 	case "sleep":
-		path := base + "/_sleep"
-		if form.Get("force") != "" {
-			path += "?force=true"
-		}
-		var res struct {
-			Open int `json:"open"`
-		}
-		err := d.api.call(ctx, http.MethodPost, path, body, &res)
+		res, err := d.api.Sleep(ctx, id, form.Get("force") != "", req)
 		if res.Open > 0 {
 			return fmt.Sprintf("%s goes to sleep once %d open requests or connections end.", id, res.Open), err
 		}
 		return id + " goes to sleep now.", err
 	case "hold":
-		body["duration"], body["reason"] = strings.TrimSpace(form.Get("duration")), strings.TrimSpace(form.Get("reason"))
-		var res struct {
-			Hold *reaper.KeepWarm `json:"hold"`
-		}
-		err := d.api.call(ctx, http.MethodPost, base+"/_hold", body, &res)
+		req.Duration, req.Reason = strings.TrimSpace(form.Get("duration")), strings.TrimSpace(form.Get("reason"))
+		res, err := d.api.Hold(ctx, id, req)
 		if err != nil || res.Hold == nil {
 			return "", err
 		}
 		return id + " is held awake until " + stamp(res.Hold.Until) + ".", nil
 	case "release":
-		var res struct {
-			Released bool `json:"released"`
-		}
-		err := d.api.call(ctx, http.MethodDelete, base+"/_hold", body, &res)
+		res, err := d.api.Release(ctx, id, req)
 		if !res.Released {
 			return id + " had no active hold.", err
 		}
 		return "The hold on " + id + " is released.", err
 	default: // reset
-		err := d.api.call(ctx, http.MethodPost, base+"/_reset", body, nil)
+		_, err := d.api.Reset(ctx, id, req)
 		return id + " is back to WaitingForInit.", err
 	}
 }
@@ -148,15 +132,14 @@ func (d *Dashboard) settingsAction(w http.ResponseWriter, r *http.Request, s ses
 		return
 	}
 	ctx := r.Context()
-	var cur reaper.Settings
-	err := d.api.call(ctx, http.MethodGet, "/api/settings", nil, &cur)
+	cur, err := d.api.Settings(ctx)
 	if err == nil {
 		if name == "dry_run" {
 			cur.DryRun = on
 		} else {
 			cur.KillSwitch = on
 		}
-		err = d.api.call(ctx, http.MethodPut, "/api/settings", cur, nil)
+		_, err = d.api.PutSettings(ctx, cur)
 	}
 	d.log.Info("dashboard: settings changed", "setting", name, "on", on, "by", who(s), "ok", err == nil)
 	d.done(w, r, "/", strings.ToUpper(label[:1])+label[1:]+" is now "+state+".", err)
@@ -177,8 +160,8 @@ func (d *Dashboard) done(w http.ResponseWriter, r *http.Request, back, msg strin
 	res, code := actionResult{OK: true, Message: msg}, http.StatusOK
 	if err != nil {
 		res, code = actionResult{Error: errText(err)}, http.StatusBadGateway
-		if ae, ok := err.(*apiError); ok {
-			code = ae.Code
+		if status := adminapi.StatusOf(err); status != 0 {
+			code = status
 		}
 	}
 	if wantsJSON(r) {

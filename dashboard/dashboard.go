@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reapergw/reaper/adminapi"
 	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/ratelimit"
@@ -72,7 +73,7 @@ type Options struct {
 type Dashboard struct {
 	opts     Options
 	keys     keyring
-	api      apiClient
+	api      *adminapi.Client // the admin API's handler, in the process
 	failures *ratelimit.Failures
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -92,7 +93,7 @@ func New(opts Options) *Dashboard {
 		failures = ratelimit.NewDoors(log)
 	}
 	d := &Dashboard{
-		opts: opts, keys: newKeyring(opts.Token), api: apiClient{h: opts.API},
+		opts: opts, keys: newKeyring(opts.Token), api: adminapi.InProcess(opts.API, "dashboard"),
 		failures: failures, log: log, mux: http.NewServeMux(),
 	}
 	d.routes()

@@ -2,8 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"net/http"
-	"net/url"
 	"sort"
 	"sync"
 	"time"
@@ -27,13 +25,11 @@ func (d *Dashboard) savingsOf(ctx context.Context, appID string) savings {
 	var s savings
 	var err error
 	if appID == "" {
-		var rep struct {
-			Total reaper.SavingsTotal `json:"total"`
-		}
-		err = d.api.call(ctx, http.MethodGet, "/api/savings", nil, &rep)
+		var rep reaper.SavingsAnswer
+		rep, err = d.api.Savings(ctx)
 		s.Total = rep.Total
 	} else {
-		err = d.api.call(ctx, http.MethodGet, "/api/apps/"+url.PathEscape(appID)+"/savings", nil, &s.App)
+		s.App, err = d.api.AppSavings(ctx, appID)
 	}
 	switch {
 	case isNotFound(err):
@@ -80,13 +76,15 @@ func (d *Dashboard) loadIndex(ctx context.Context) indexData {
 	var held []NodeHeld
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := d.api.call(ctx, http.MethodGet, "/api/apps", nil, &apps); err != nil {
+		var err error
+		if apps, err = d.api.Apps(ctx); err != nil {
 			v.AppsErr = errText(err)
 		}
 	})
 	wg.Go(func() {
 		start := time.Now()
-		if err := d.api.call(ctx, http.MethodGet, "/api/settings", nil, &v.Settings); err != nil {
+		var err error
+		if v.Settings, err = d.api.Settings(ctx); err != nil {
 			v.SettingsErr = errText(err)
 		}
 		v.StoreLatency = time.Since(start)
@@ -121,11 +119,10 @@ func (d *Dashboard) row(a reaper.AppView, elsewhere []NodeHeld) appRow {
 	return r
 }
 
-// cluster reads the cluster's state; nil and no error on a single node (the
-// API has no /api/cluster there).
+// cluster reads the cluster's state, each member probed; nil and no error on a
+// single node (the API has no /api/cluster there).
 func (d *Dashboard) cluster(ctx context.Context) (*leader.Status, string) {
-	var st leader.Status
-	err := d.api.call(ctx, http.MethodGet, "/api/cluster", nil, &st)
+	st, err := d.api.Cluster(ctx, true)
 	switch {
 	case isNotFound(err):
 		return nil, ""
@@ -156,36 +153,29 @@ const historyPage = 25
 // itself (isNotFound: no such app); its other parts carry their own errors.
 func (d *Dashboard) loadApp(ctx context.Context, id string, page int) (appData, error) {
 	v := appData{Now: time.Now(), Page: page}
-	base := "/api/apps/" + url.PathEscape(id)
-	var app reaper.AppView
-	if err := d.api.call(ctx, http.MethodGet, base, nil, &app); err != nil {
+	app, err := d.api.App(ctx, id)
+	if err != nil {
 		return v, err
 	}
 	var held []NodeHeld
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		var h struct {
-			Items []reaper.Transition `json:"items"`
-			Total int                 `json:"total"`
-		}
-		q := url.Values{"page": {itoa(page)}, "page_size": {itoa(historyPage)}}
-		if err := d.api.call(ctx, http.MethodGet, base+"/history?"+q.Encode(), nil, &h); err != nil {
+		h, err := d.api.History(ctx, id, page, historyPage)
+		if err != nil {
 			v.HistoryErr = errText(err)
 		}
 		v.History, v.Total = h.Items, h.Total
 	})
 	wg.Go(func() {
-		var ws struct {
-			Wakes []reaper.WakeView `json:"wakes"`
-		}
-		if err := d.api.call(ctx, http.MethodGet, base+"/wakes?limit=20", nil, &ws); err != nil {
+		ws, err := d.api.Wakes(ctx, id, 20)
+		if err != nil {
 			v.WakesErr = errText(err)
 		}
 		v.Wakes = ws.Wakes
 	})
 	wg.Go(func() {
-		var aw reaper.AwakeReport
-		if err := d.api.call(ctx, http.MethodGet, base+"/awake", nil, &aw); err != nil {
+		aw, err := d.api.Awake(ctx, id)
+		if err != nil {
 			v.AwakeErr = errText(err)
 			return
 		}
@@ -198,12 +188,4 @@ func (d *Dashboard) loadApp(ctx context.Context, id string, page int) (appData, 
 	wg.Wait()
 	v.App = d.row(app, held)
 	return v, nil
-}
-
-// errText is an error as a page shows it.
-func errText(err error) string {
-	if ae, ok := err.(*apiError); ok {
-		return ae.Msg
-	}
-	return err.Error()
 }

@@ -3,8 +3,8 @@ package dashboard
 import (
 	"net/http"
 
+	"github.com/reapergw/reaper/adminapi"
 	"github.com/reapergw/reaper/internal/httpjson"
-	"github.com/reapergw/reaper/reaper"
 )
 
 // HeldHandler serves this node's held requests per app as a NodeHeld, read
@@ -12,10 +12,10 @@ import (
 // not forwarded). In a cluster, the other nodes' dashboards gather it through
 // the cluster's internal API, so that each shows the held requests of every node.
 func HeldHandler(node string, api http.Handler) http.Handler {
-	c := apiClient{h: api}
+	c := adminapi.InProcess(api, "held")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var apps []reaper.AppView
-		if err := c.call(r.Context(), http.MethodGet, "/api/apps", nil, &apps); err != nil {
+		apps, err := c.Apps(r.Context())
+		if err != nil {
 			httpjson.Error(w, http.StatusServiceUnavailable, "the apps cannot be read: "+errText(err))
 			return
 		}

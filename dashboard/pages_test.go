@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -216,10 +217,10 @@ func TestSettings_ChangeOneKeepTheOther(t *testing.T) {
 
 func TestHeldHandler_GivesThisNodesHeldRequests(t *testing.T) {
 	f := &fakeAPI{apps: testApps()}
-	rec := &recorder{header: http.Header{}}
+	rec := httptest.NewRecorder()
 	HeldHandler("n1", f.handler()).ServeHTTP(rec, mustRequest(t, "GET", "/held"))
-	if got := rec.buf.String(); rec.status() != 200 || !strings.Contains(got, `"node": "n1"`) || !strings.Contains(got, `"shop": 2`) || strings.Contains(got, "blog") {
-		t.Errorf("held: %d %s", rec.status(), got)
+	if got := rec.Body.String(); rec.Code != 200 || !strings.Contains(got, `"node": "n1"`) || !strings.Contains(got, `"shop": 2`) || strings.Contains(got, "blog") {
+		t.Errorf("held: %d %s", rec.Code, got)
 	}
 }
 

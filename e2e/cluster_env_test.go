@@ -238,7 +238,13 @@ routes:
 			a.name, a.name, e.fake.AppEdgeURL(e.ids[a.name]), e.ids[a.name], fakeclever.DefaultOrganisation,
 			def(a.grace, "60s"), def(a.failTimeout, "30s"))
 	}
-	b.WriteString(e.extra)
+	// In extra, %ID:name% is the app's id and %EDGE:name% its edge's host:port.
+	extra := e.extra
+	for name, id := range e.ids {
+		extra = strings.ReplaceAll(extra, "%ID:"+name+"%", id)
+		extra = strings.ReplaceAll(extra, "%EDGE:"+name+"%", strings.TrimPrefix(e.fake.AppEdgeURL(id), "http://"))
+	}
+	b.WriteString(extra)
 	return b.String()
 }
 

@@ -379,8 +379,8 @@ func (in *injector) errorForced(ctx context.Context, inj *injection) {
 		return
 	}
 	// Stopped: Down, or already woken again by a request that waits.
-	if !in.waitStatus(ctx, lead, inj.app, "", forcedBound+upWait) {
-		inj.failed = fmt.Sprintf("app %d still in Error or going to sleep %s after sleep --force through n%d", inj.app, forcedBound+upWait, node+1)
+	if !in.waitStatus(ctx, lead, inj.app, "", forcedBound) {
+		inj.failed = fmt.Sprintf("app %d still in Error or going to sleep %s after sleep --force through n%d", inj.app, forcedBound, node+1)
 		return
 	}
 	inj.end = time.Now()

@@ -23,7 +23,9 @@ func checkNoStartWhileUp(o *observation, c *checkResult) {
 }
 
 // checkOneStartPerNeed: between two starts of an app the platform accepted, the
-// app was stopped (by reaper, or from outside: a crash).
+// app was stopped (by reaper, or from outside: a crash), or went to Error (its
+// start failed; only an operator brings it back, and the next start is a new
+// need: kindErrorForced).
 func checkOneStartPerNeed(o *observation, c *checkResult) {
 	downs := append(o.stops(), o.crashes()...)
 	var last = map[int]time.Time{}
@@ -38,6 +40,7 @@ func checkOneStartPerNeed(o *observation, c *checkResult) {
 		for _, d := range downs {
 			stopped = stopped || d.app == s.app && d.at.After(prev) && d.at.Before(s.at)
 		}
+		stopped = stopped || o.errorBetween(s.app, prev, s.at)
 		if !stopped {
 			c.violate("app %d: started at %s and again at %s, with no stop in between", s.app, o.at(prev), o.at(s.at))
 		}
@@ -203,7 +206,9 @@ func checkAsksServed(o *observation, c *checkResult) {
 				since = s.at.Add(2 * sampleEvery)
 			}
 		}
-		if _, up := upBetween(o.lines[r.app], since, since.Add(askBound)); up || o.errorBetween(r.app, r.sent, since.Add(askBound)) {
+		// An Error entered just before the ask counts: the node that answered
+		// had not seen it yet (a forced stop withdrawn to Error, kindErrorForced).
+		if _, up := upBetween(o.lines[r.app], since, since.Add(askBound)); up || o.errorBetween(r.app, r.sent.Add(-time.Second), since.Add(askBound)) {
 			continue
 		}
 		if o.end.Before(since.Add(askBound)) {

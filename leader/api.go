@@ -146,8 +146,18 @@ func (a *API) ask(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// memberBody is the body of a call that adds a member.
-type memberBody struct {
+// AdminPrefixes are the paths under which Admin serves (the patterns of an
+// http.ServeMux), and InternalPrefix the one of Internal: the admin listener
+// mounts the handlers on these.
+var AdminPrefixes = []string{"/api/cluster", "/api/cluster/"}
+
+// InternalPrefix is the path under which Internal serves.
+const InternalPrefix = "/internal/"
+
+// MemberRequest is the body of a call that adds a member (POST
+// /api/cluster/members, and /internal/members between nodes). The cluster's
+// calls answer a Status.
+type MemberRequest struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft_addr"`
 	APIAddr  string `json:"api_addr"`
@@ -162,7 +172,7 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request, forward bool) {
 		httpjson.Error(w, http.StatusBadRequest, "the body is too large")
 		return
 	}
-	var p memberBody
+	var p MemberRequest
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil || p.ID == "" || p.RaftAddr == "" || p.APIAddr == "" {

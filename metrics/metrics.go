@@ -48,6 +48,7 @@ type Metrics struct {
 	asks     *prometheus.GaugeVec
 	storeErr *prometheus.CounterVec
 	webhooks *prometheus.CounterVec
+	tcp      tcpInstruments
 
 	driver string
 	cells  sync.Map // requestKey → *requestCell
@@ -81,6 +82,7 @@ func New(driver string) *Metrics {
 	m.asks = m.gaugeVec("reaper_wake_asks_pending", "Wake asks pending at the leader's last pass (0 or 1 per app). Set by the leader.", "app")
 	m.storeErr = m.counterVec("reaper_store_errors_total", "Store calls that failed, by operation.", "op")
 	m.webhooks = m.counterVec("reaper_webhook_deliveries_total", "Webhook events by outcome: delivered, retried (an attempt failed), dropped (refused, too old, pushed out of a full queue).", "webhook", "outcome")
+	m.tcp = m.tcpInstruments()
 	m.zeroDriver()
 	return m
 }

@@ -74,7 +74,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := map[string]bool{}
-	for _, f := range []string{"metrics.go", "collect.go"} {
+	for _, f := range []string{"metrics.go", "collect.go", "tcp.go"} {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -90,5 +90,40 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+n+"`") {
 			t.Errorf("%s is not in docs/metrics.md", n)
 		}
+	}
+}
+
+func TestTCP_ConnectionsBytesAndHeldWaits(t *testing.T) {
+	m := New("process")
+	held := map[string][2]int64{"pg": {3, 7}, "redis": {0, 1}}
+	m.WatchTCP([]string{"pg", "redis"}, func(r string) (int64, int64) { return held[r][0], held[r][1] })
+	m.TCPConnectionEnded("pg", "idle", 120, 4000)
+	m.TCPConnectionEnded("pg", "closed", 30, 10)
+	m.TCPHeldWait("pg", 1500*time.Millisecond)
+	for _, c := range []struct {
+		got, want float64
+		what      string
+	}{
+		{testutil.ToFloat64(m.tcp.bytes.WithLabelValues("pg", "in")), 150, "bytes in"},
+		{testutil.ToFloat64(m.tcp.bytes.WithLabelValues("pg", "out")), 4010, "bytes out"},
+		{testutil.ToFloat64(m.tcp.bytes.WithLabelValues("redis", "in")), 0, "bytes in of a route without connections"},
+		{testutil.ToFloat64(m.tcp.closed.WithLabelValues("pg", "idle")), 1, "reaped"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(`
+# HELP reaper_tcp_connections TCP connections of the route on this node now: held (waiting for the app) or spliced (passing bytes).
+# TYPE reaper_tcp_connections gauge
+reaper_tcp_connections{route="pg",state="held"} 3
+reaper_tcp_connections{route="pg",state="spliced"} 7
+reaper_tcp_connections{route="redis",state="held"} 0
+reaper_tcp_connections{route="redis",state="spliced"} 1
+`), "reaper_tcp_connections"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(m.tcp.heldWait); n != 1 {
+		t.Errorf("held wait series = %d", n)
 	}
 }

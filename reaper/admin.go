@@ -302,7 +302,7 @@ func (a *AdminAPI) history(w http.ResponseWriter, r *http.Request) {
 	if items == nil {
 		items = []Transition{}
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"items": items, "total": total, "page": page, "page_size": size})
+	httpjson.Write(w, http.StatusOK, HistoryPage{Items: items, Total: total, Page: page, PageSize: size})
 }
 
 func (a *AdminAPI) getSettings(w http.ResponseWriter, r *http.Request) {

@@ -26,18 +26,10 @@ const (
 	MaxHold = 90 * 24 * time.Hour
 )
 
-// actionBody is the optional JSON body of an action: who does it, and for a hold
-// how long and why.
-type actionBody struct {
-	By       string `json:"by"`
-	Reason   string `json:"reason"`
-	Duration string `json:"duration"`
-}
-
 // readAction decodes an action's body (empty is fine); an error says what is
 // wrong with it. ?by= stands in for the body's by.
-func readAction(w http.ResponseWriter, r *http.Request) (actionBody, error) {
-	var b actionBody
+func readAction(w http.ResponseWriter, r *http.Request) (ActionRequest, error) {
+	var b ActionRequest
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4096))
 	if err != nil {
 		return b, errors.New("the body is larger than 4 KiB")
@@ -186,7 +178,7 @@ func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
 	// it comes before what the job does about it.
 	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: body.By, Cause: "wake asked"})
 	a.Engine.asks.askNow(a.Engine.app(id), now)
-	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "asked": true, "status": rec.Status})
+	httpjson.Write(w, http.StatusAccepted, WakeAnswer{AppID: id, Asked: true, Status: rec.Status})
 }
 
 // sleep is "put to sleep now" (the reference's _reap): refused with 409 and the
@@ -247,7 +239,7 @@ func (a *AdminAPI) sleep(w http.ResponseWriter, r *http.Request) {
 	if !done {
 		return
 	}
-	httpjson.Write(w, http.StatusAccepted, map[string]any{"app_id": id, "status": rec.Status, "sleep_asked": rec.SleepAsk, "open": busy})
+	httpjson.Write(w, http.StatusAccepted, SleepAnswer{AppID: id, Status: rec.Status, SleepAsked: rec.SleepAsk, Open: busy})
 }
 
 // sleepRefusal says why an app cannot be put to sleep now, nil when it can. It
@@ -330,7 +322,7 @@ func (a *AdminAPI) hold(w http.ResponseWriter, r *http.Request) {
 	if !done {
 		return
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "status": rec.Status, "hold": rec.Hold})
+	httpjson.Write(w, http.StatusOK, HoldAnswer{AppID: id, Status: rec.Status, Hold: rec.Hold})
 }
 
 // parseHoldDuration reads a hold's duration: a Go duration ("6h", "90m") or a
@@ -370,7 +362,7 @@ func (a *AdminAPI) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rec, ok := a.Engine.Record(id); !ok || !rec.Hold.Active(time.Now()) {
-		httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "released": false, "reason": "the app has no active hold"})
+		httpjson.Write(w, http.StatusOK, ReleaseAnswer{AppID: id, Released: false, Reason: "the app has no active hold"})
 		return
 	}
 	rec, done := a.change(w, r, id, func(rec *Record, now time.Time) *refusal {
@@ -388,7 +380,7 @@ func (a *AdminAPI) release(w http.ResponseWriter, r *http.Request) {
 	if !done {
 		return
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "released": true, "status": rec.Status, "hold": rec.Hold})
+	httpjson.Write(w, http.StatusOK, ReleaseAnswer{AppID: id, Released: true, Status: rec.Status, Hold: rec.Hold})
 }
 
 // reset puts the app back in WaitingForInit, keeping the record's term (an
@@ -414,6 +406,6 @@ func (a *AdminAPI) reset(w http.ResponseWriter, r *http.Request) {
 		return nil
 	}, nil)
 	if done {
-		httpjson.Write(w, http.StatusOK, map[string]any{"app_id": id, "status": rec.Status})
+		httpjson.Write(w, http.StatusOK, ResetAnswer{AppID: id, Status: rec.Status})
 	}
 }

@@ -55,7 +55,7 @@ func (a *AdminAPI) wakes(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 		return
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"app_id": r.PathValue("id"), "wakes": wakesOf(items, limit)})
+	httpjson.Write(w, http.StatusOK, WakesAnswer{AppID: r.PathValue("id"), Wakes: wakesOf(items, limit)})
 }
 
 // wakesOf picks the wakes out of a history (newest first): of the entries of

@@ -99,6 +99,14 @@ func retryBoot(r Record, dep *paas.Deployment, state paas.State, now time.Time, 
 		return enter(r, StatusError, CauseStartTimeout+"; its last start "+r.Boots.Last, now), ActionNone
 	case r.Boots.backingOff(now) || state != paas.StateShouldBeDown:
 		return wait(r)
+	case !r.StartSentAt.Before(r.Boots.At):
+		// Started again since; a platform that lags still shows the failed run.
+		// That start is sent once more only as any start is (decideWaitingForUp's
+		// rules for a start with no sign of progress).
+		since := now.Sub(r.StartSentAt)
+		if (!r.RetryStart || since < UncertainStartGrace) && since < RestartAfter {
+			return wait(r)
+		}
 	}
 	r.StartSentAt, r.RetryStart = now, true
 	return r, ActionStart

@@ -174,5 +174,27 @@ func TestDecide_AForcedSleepStopsAnAppInErrorOrStuckWaking(t *testing.T) {
 		{name: "stop sent, the platform says down: Down", rec: sent, in: dtIn(dtSBD, nil),
 			want: func(r *Record) { dtMove(r, StatusDown, "stopped"); r.LastDownAt = dtNow }},
 		{name: "stop never sent: sent", rec: dtWith(sent, func(r *Record) { r.StopSentAt = time.Time{} }), in: dtIn(dtWTBU, nil), act: ActionStop},
+		// Stopped while waking: a platform that lags may still begin the start it
+		// had accepted, so a wake waits RestartAfter from the stop.
+		{name: "stopped while waking, asked 59 s after: no start yet", rec: dtWith(dtRecord(StatusDown), func(r *Record) {
+			forced(StatusWaitingForUp, dtAgo(time.Minute))(r)
+			r.StopSentAt = dtAgo(RestartAfter - time.Second)
+		}), in: dtInWith(dtSBD, nil, func(in *Input) { in.WakeAsked = true })},
+		{name: "stopped while waking, asked a minute after: started", rec: dtWith(dtRecord(StatusDown), func(r *Record) {
+			forced(StatusWaitingForUp, dtAgo(2*time.Minute))(r)
+			r.StopSentAt = dtAgo(RestartAfter)
+		}), in: dtInWith(dtSBD, nil, func(in *Input) { in.WakeAsked = true }), act: ActionStart, want: func(r *Record) {
+			dtMove(r, StatusWaitingForUp, CauseWakeAsked)
+			r.Wake = &WakeTimes{AskedAt: dtNow}
+			r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, true
+		}},
+		{name: "stopped from Error: started at once", rec: dtWith(dtRecord(StatusDown), func(r *Record) {
+			forced(StatusError, dtAgo(time.Minute))(r)
+			r.StopSentAt = dtAgo(time.Second)
+		}), in: dtInWith(dtSBD, nil, func(in *Input) { in.WakeAsked = true }), act: ActionStart, want: func(r *Record) {
+			dtMove(r, StatusWaitingForUp, CauseWakeAsked)
+			r.Wake = &WakeTimes{AskedAt: dtNow}
+			r.ActionAt, r.StartSentAt, r.RetryStart = dtNow, dtNow, true
+		}},
 	})
 }

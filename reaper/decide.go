@@ -160,7 +160,7 @@ func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
 	// restart it; the next look sees it move to WaitingForUp or SHOULD_BE_DOWN.
 	// A crash loop's back-off holds the start back (the job looks again when it
 	// ends).
-	if out.Status == StatusDown && state == paas.StateShouldBeDown && act == ActionNone && !out.Boots.backingOff(now) {
+	if out.Status == StatusDown && state == paas.StateShouldBeDown && act == ActionNone && !out.Boots.backingOff(now) && !out.SleepAsk.settling(out, now) {
 		if cause := wakeCause(out, in, now, p); cause != "" {
 			out = enter(out, StatusWaitingForUp, cause, now)
 			asked := in.WakeAskedAt
@@ -426,8 +426,8 @@ func Reset(rec Record, now time.Time) Record {
 // in.Observation.Deployment holds. state is the state the job observed; the rest
 // of in is used as Decide uses it.
 func NeedsDeployment(rec Record, state paas.State, in Input, now time.Time, p Policy) bool {
-	if !knownState(state) {
-		return false
+	if !knownState(state) || rec.SleepAsk.stopsStuck(rec) {
+		return false // an operator's forced stop looks at nothing more
 	}
 	switch rec.Status {
 	case StatusWaitingForInit:

@@ -19,8 +19,8 @@ var dtAllowed = map[Status][]Status{
 	StatusUp:                 {StatusUp, StatusDown, StatusWaitingForUp, StatusWaitingForShutdown, StatusError},
 	StatusWaitingForShutdown: {StatusWaitingForShutdown, StatusUp, StatusDown, StatusWaitingForUp, StatusError},
 	StatusDown:               {StatusDown, StatusUp, StatusWaitingForUp, StatusError},
-	StatusWaitingForUp:       {StatusWaitingForUp, StatusUp, StatusDown, StatusError},
-	StatusError:              {StatusError},
+	StatusWaitingForUp:       {StatusWaitingForUp, StatusUp, StatusDown, StatusError, StatusWaitingForShutdown},
+	StatusError:              {StatusError, StatusWaitingForShutdown}, // an operator's forced sleep
 }
 
 var dtStates = []paas.State{dtSBU, dtSBD, dtWTBU, "MODERATED", ""}
@@ -32,21 +32,31 @@ func dtDeployments(actionAt time.Time) []*paas.Deployment {
 	for _, s := range []paas.DeploymentState{dtWIP, dtRunning, dtOK, dtFail, dtCancelled} {
 		out = append(out, dtDep(s, actionAt.Add(5*time.Second)), dtDep(s, actionAt.Add(-DeploymentSlack-time.Second)))
 	}
-	return out
+	// A start whose app ran and exited before it was ready (boots.go).
+	return append(out, dtExited(actionAt.Add(5*time.Second)), dtExited(actionAt.Add(-DeploymentSlack-time.Second)))
 }
 
 // dtGrid calls f with every combination of status × platform state × deployment ×
-// Busy × WakeAsked × idle/not × time since the action × NotShutdownable × keep-up.
+// Busy × WakeAsked × idle/not × time since the action × NotShutdownable × keep-up,
+// and for the statuses an operator's forced sleep stops (Error, WaitingForUp),
+// with and without one.
 // depIndex is the index in dtDeployments (0: none).
 func dtGrid(f func(rec Record, in Input, p Policy, depIndex int)) {
 	for _, s := range Statuses {
 		for _, st := range dtStates {
 			for _, since := range []time.Duration{5 * time.Second, 90 * time.Second, 11 * time.Minute} {
-				for _, stopSent := range []bool{true, false} {
+				for _, variant := range []int{0, 1, 2} {
+					stopSent, forced := variant == 0, variant == 2
+					if forced && s != StatusError && s != StatusWaitingForUp {
+						continue
+					}
 					rec := dtRecord(s)
 					rec.ActionAt, rec.StartSentAt = dtAgo(since), dtAgo(since)
 					if stopSent {
 						rec.StopSentAt = rec.ActionAt
+					}
+					if forced {
+						rec.SleepAsk = &SleepAsk{At: dtAgo(time.Second), By: "ops", Force: true, From: s}
 					}
 					for di, dep := range dtDeployments(rec.ActionAt) {
 						for b := range 32 {
@@ -166,12 +176,13 @@ func dtCheck(rec Record, in Input, p Policy, now time.Time, out Record, act Acti
 	if !out.LastDownAt.Equal(rec.LastDownAt) && !(rec.Status != StatusDown && (out.Status == StatusDown || act == ActionStart)) {
 		fail("LastDownAt moved without entering Down")
 	}
-	if !known || rec.Status == StatusError {
+	stuck := rec.SleepAsk.stopsStuck(rec)
+	if !known || (rec.Status == StatusError && !stuck) {
 		if act != ActionNone {
 			fail("action %q from %s", act, rec.Status)
 		}
 	}
-	if rec.Status == StatusError {
+	if rec.Status == StatusError && !(stuck && act == ActionStop) {
 		want := rec
 		want.LastCheckAt, want.PlatformState = now, state
 		if !reflect.DeepEqual(out, want) {
@@ -193,6 +204,10 @@ func dtCheck(rec Record, in Input, p Policy, now time.Time, out Record, act Acti
 		if state != paas.StateShouldBeDown {
 			fail("start while the platform says %s", state)
 		}
+		if rec.Boots.backingOff(now) || out.Boots.backingOff(now) {
+			fail("start during a failed boot's back-off (until %v)", out.Boots.RetryAt)
+		}
+		retried := out.Boots != nil && (rec.Boots == nil || out.Boots.Start != rec.Boots.Start || !rec.Boots.backingOff(now))
 		if out.Status != StatusWaitingForUp || !out.StartSentAt.Equal(now) {
 			fail("start with status %s, StartSentAt %v", out.Status, out.StartSentAt)
 		}
@@ -208,7 +223,7 @@ func dtCheck(rec Record, in Input, p Policy, now time.Time, out Record, act Acti
 			if rec.RetryStart {
 				wait = UncertainStartGrace
 			}
-			if now.Sub(latest(rec.StartSentAt, rec.ActionAt)) < wait {
+			if now.Sub(latest(rec.StartSentAt, rec.ActionAt)) < wait && !retried {
 				fail("start sent again %v after the last one", now.Sub(latest(rec.StartSentAt, rec.ActionAt)))
 			}
 
@@ -221,6 +236,14 @@ func dtCheck(rec Record, in Input, p Policy, now time.Time, out Record, act Acti
 			fail("start with ActionAt %v, want now", out.ActionAt)
 		}
 	case ActionStop:
+		if stuck || (rec.Status == StatusWaitingForShutdown && rec.SleepAsk.stuckStop(rec)) {
+			// An operator's forced stop of an app in Error (nothing in flight) or
+			// stuck waking: whatever the platform, the idle clock or the ranges say.
+			if out.Status != StatusWaitingForShutdown || (rec.Status == StatusError && in.Busy) {
+				fail("forced stop from %s to %s, busy %v", rec.Status, out.Status, in.Busy)
+			}
+			break
+		}
 		unsent := rec.Status == StatusWaitingForShutdown && rec.StopSentAt.Before(rec.ActionAt)
 		if (rec.Status != StatusUp && !unsent) || out.Status != StatusWaitingForShutdown || state != paas.StateShouldBeUp {
 			fail("stop from %s to %s with the platform at %s", rec.Status, out.Status, state)

@@ -29,6 +29,8 @@ type dtPlatform struct {
 	downAt       time.Time //
 	moderatedTil time.Time // MODERATED until then
 	before       paas.State
+	exit         *paas.Exit // the app's last exit by itself (a crash)
+	exited       bool       // the running deployment fails by the app exiting
 }
 
 func (pl *dtPlatform) dur(min, max time.Duration) time.Duration {
@@ -40,10 +42,12 @@ func (pl *dtPlatform) begin(t time.Time) {
 	pl.state = paas.StateWantsToBeUp
 	// The platform's clock may run a little behind ours.
 	pl.dep = &paas.Deployment{State: paas.DeploymentWIP, Action: "DEPLOY", At: t.Add(-pl.dur(0, DeploymentSlack-2*time.Second))}
+	pl.exited = false
 	pl.endAt = t.Add(pl.dur(10*time.Second, 5*time.Minute))
 	switch n := pl.rng.IntN(20); {
 	case n < 2:
 		pl.outcome = paas.DeploymentFail
+		pl.exited = pl.rng.IntN(2) == 0 // the app ran, and exited before it was ready
 	case n < 4:
 		pl.outcome = paas.DeploymentCancelled
 	default:
@@ -69,6 +73,9 @@ func (pl *dtPlatform) advance(now time.Time) {
 	if pl.dep != nil && pl.dep.State.InProgress() {
 		if !now.Before(pl.endAt) {
 			pl.dep.State = pl.outcome
+			if pl.outcome == paas.DeploymentFail && pl.exited {
+				pl.dep.Exited, pl.dep.Cause, pl.state = true, "exited with status 1 before it was ready", paas.StateShouldBeDown
+			}
 			switch {
 			case pl.outcome == paas.DeploymentOK:
 				pl.state = paas.StateShouldBeUp
@@ -83,6 +90,9 @@ func (pl *dtPlatform) advance(now time.Time) {
 	if pl.state == paas.StateWantsToBeUp && (pl.dep == nil || !pl.dep.State.InProgress()) && pl.rng.IntN(10) == 0 {
 		pl.state = paas.StateShouldBeDown // a failed start settles
 	}
+	if pl.state == paas.StateShouldBeDown && pl.dep != nil && !pl.dep.State.InProgress() {
+		pl.stopPending = false // a start that failed under a stop: nothing is left to stop
+	}
 }
 
 // outside is what people and the platform do on their own, at now.
@@ -92,7 +102,10 @@ func (pl *dtPlatform) outside(now time.Time) string {
 	case busy:
 	case n < 8 && pl.state == paas.StateShouldBeUp:
 		pl.state = paas.StateShouldBeDown
-		return "stopped from the console or crashed"
+		return "stopped from the console"
+	case n < 40 && pl.state == paas.StateShouldBeUp:
+		pl.state, pl.exit = paas.StateShouldBeDown, &paas.Exit{At: now, Status: "exited with status 3"}
+		return "crashed"
 	case n < 16 && pl.state == paas.StateShouldBeDown:
 		pl.begin(now)
 		return "started from the console"
@@ -121,6 +134,12 @@ func (pl *dtPlatform) start(now time.Time) {
 }
 
 func (pl *dtPlatform) stop(now time.Time) {
+	if pl.state == paas.StateShouldBeDown {
+		// Nothing runs (an operator's forced stop of an app stuck waking): the
+		// stop changes nothing, but drops a start not begun yet.
+		pl.startPending = false
+		return
+	}
 	pl.stopPending, pl.downAt = true, now.Add(pl.dur(0, 2*time.Minute))
 }
 
@@ -215,8 +234,12 @@ func dtSimulate(seed uint64, steps int, stats dtStats) string {
 		if held && now.Sub(heldSince) >= p.FailTimeout {
 			held = false // answered 504
 		}
+		// An operator forces an app in Error, or stuck waking, to sleep.
+		if (rec.Status == StatusError || rec.Status == StatusWaitingForUp) && rec.SleepAsk == nil && rng.IntN(30) == 0 {
+			rec.SleepAsk = &SleepAsk{At: now, By: "ops", Force: true, From: rec.Status}
+		}
 		in := Input{
-			Observation: paas.Observation{State: pl.state, NotShutdownable: pl.notShutdownable},
+			Observation: paas.Observation{State: pl.state, NotShutdownable: pl.notShutdownable, Exit: pl.exit},
 			LastAccess:  lastAccess,
 			Busy:        held || inFlight || !connUntil.IsZero(),
 			WakeAsked:   asked,
@@ -256,8 +279,13 @@ func dtSimulate(seed uint64, steps int, stats dtStats) string {
 				bad = append(bad, fmt.Sprintf("%s for %s, past the fail timeout %s", out.Status, now.Sub(episode), p.FailTimeout))
 			}
 		}
+		if out.Boots != nil && out.Boots.Count >= p.maxFailedBoots() && out.Status != StatusError && rec.Boots != out.Boots {
+			bad = append(bad, fmt.Sprintf("%d failed boots in a row, and not in Error", out.Boots.Count))
+		}
+		// A start again after a failed boot counted since the last start.
+		bootRetry := act == ActionStart && rec.Status == StatusWaitingForUp && out.Boots != nil && !out.Boots.At.Before(lastStart)
 		if act == ActionStart {
-			if !newEpisode && now.Sub(lastStart) < RestartAfter && !startFailed {
+			if !newEpisode && now.Sub(lastStart) < RestartAfter && !startFailed && !bootRetry {
 				bad = append(bad, fmt.Sprintf("start sent again %s after the last one", now.Sub(lastStart)))
 			}
 			lastStart = now
@@ -272,15 +300,22 @@ func dtSimulate(seed uint64, steps int, stats dtStats) string {
 			stats[string(rec.Status)+"→"+string(out.Status)]++
 		}
 		switch {
+		case bootRetry:
+			stats["start again after a failed boot"]++
 		case act == ActionStart && !newEpisode:
 			stats["start sent again"]++
+		case act == ActionStop && rec.Status != StatusUp && rec.Status != StatusWaitingForShutdown:
+			stats["forced stop from "+string(rec.Status)]++
 		case act == ActionStart && rec.Status != StatusDown:
 			stats["start chained after a stop"]++
 		case act != ActionNone:
 			stats[string(act)]++
 		}
 		if out.Status == StatusError && rec.Status != StatusError {
-			stats["error: "+strings.SplitN(out.Cause, ":", 2)[0]]++
+			stats["error: "+strings.SplitN(strings.SplitN(out.Cause, ":", 2)[0], ";", 2)[0]]++
+		}
+		if out.Boots != nil && (rec.Boots == nil || out.Boots.Count > rec.Boots.Count) && strings.Contains(out.Boots.Last, "came up") {
+			stats["crash counted as a failed boot"]++
 		}
 		switch act {
 		case ActionStart:
@@ -332,6 +367,8 @@ func TestDecide_RandomSequences(t *testing.T) {
 		"WaitingForUp→Down", "Up→Down", "Down→Up", "Up→WaitingForUp", "WaitingForInit→Up", "WaitingForInit→Down",
 		"error: the start failed", "error: did not wake up within the fail timeout",
 		"error: unexpected platform state MODERATED", "reset",
+		"start again after a failed boot", "crash counted as a failed boot", "forced stop from Error", "forced stop from WaitingForUp",
+		"WaitingForUp→WaitingForShutdown", "Error→WaitingForShutdown",
 	} {
 		if stats[k] == 0 {
 			t.Errorf("the random runs never reached %q (stats: %v)", k, stats)

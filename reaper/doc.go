@@ -17,7 +17,8 @@
 //   - idle.go: the idle clock and an operator's "sleep now", which Decide uses;
 //     operator.go: what an operator asks beyond the idle clock (keep warm, sleep
 //     now) as the record keeps it; schedule.go: keep-up windows; hint.go: an
-//     app's own policy (a container's label) against its routes'.
+//     app's own policy (a container's label) against its routes'; boots.go:
+//     failed boots, their back-off and the crash loop that ends in Error.
 //
 // The leader's job:
 //
@@ -39,7 +40,9 @@
 //   - heldrequest.go: a held request, from the plugin's side (its body,
 //     parking, the answer once its hold ends); hold.go: the node's holds and the
 //     per-app waiter loop that releases them; release.go: a crowd released at
-//     the pace its app can take.
+//     the pace its app can take; resend.go: a released request sent again
+//     when its just-woken app drops its connection; wakelimit.go: the wake
+//     limits per client and per node.
 //   - engine.go: a node's view of its apps (records, claims of the routes),
 //     which wires traffic.go (counted in memory, flushed to the store),
 //     wakeask.go (coalesced wake asks) and hold.go together; awake.go: why an
@@ -62,8 +65,11 @@
 //
 //   - admin.go: the admin API of apps and settings; adminactions.go: the
 //     operators' actions on an app (wake, sleep now, hold awake, release,
-//     reset); adminwatch.go: the API's views over time (why awake, recent
-//     wakes, the event stream).
+//     reset); adminreap.go: the reference's _reap; adminwatch.go: the
+//     API's views over time (why awake, recent wakes, the event stream);
+//     adminwire.go: its requests and answers on
+//     the wire, and the prefixes it is mounted on (package adminapi is its
+//     client, for the CLI and the dashboard).
 //   - events.go: the node's event stream; notify.go: what the Notifier (the
 //     webhooks) is told, and when; eventqueue.go: the webhooks' queues in the
 //     store (memstore_queue.go, valkeystore/queue.go); observe.go: the

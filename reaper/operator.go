@@ -51,6 +51,14 @@ func (s *SleepAsk) stopsStuck(rec Record) bool {
 	return s != nil && s.Force && s.From != "" && rec.Status == s.From && !s.At.Before(rec.LastStatusUpdate)
 }
 
+// settling reports whether rec was stopped by an operator's forced sleep while
+// it was waking less than RestartAfter ago: a platform that lags (Clever Cloud
+// says SHOULD_BE_DOWN until a deployment begins) may still begin the start it
+// had accepted, so no start is sent before.
+func (s *SleepAsk) settling(rec Record, now time.Time) bool {
+	return s.stuckStop(rec) && s.From == StatusWaitingForUp && !rec.StopSentAt.Before(s.At) && now.Sub(rec.StopSentAt) < RestartAfter
+}
+
 // stuckStop reports whether rec, in WaitingForShutdown, is the forced stop of
 // an app that was in Error or stuck waking (asked since it last came up).
 func (s *SleepAsk) stuckStop(rec Record) bool {

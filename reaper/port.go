@@ -136,5 +136,10 @@ func (r *Route) Touch() { r.a.touch(time.Now()) }
 // to say it sleeps, and reports whether it does: then hold again.
 func (r *Route) Refused(ctx context.Context) bool { return r.e.recheck(ctx, r.a, true) }
 
+// Answered records that the app took its first caller since it woke (a held
+// connection dialled): the wake's last phase (first_answer), once per wake on
+// this node, in the history, the event stream and the metrics. It never waits.
+func (r *Route) Answered() { r.e.wakeAnswered(r.a, time.Now()) }
+
 // FailTimeout is the route's fail timeout (what bounds a hold).
 func (r *Route) FailTimeout() time.Duration { return r.cfg.FailTimeout.D() }

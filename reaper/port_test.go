@@ -75,6 +75,9 @@ func TestPort_AnOpenConnectionKeepsTheAppAwake(t *testing.T) {
 		if !ok {
 			t.Fatal("Begin on an awake app said it sleeps")
 		}
+		if _, inFlight := e.engine.Held("db"); inFlight != 1 {
+			t.Errorf("in flight = %d with a connection open, want 1 (the admin API's in_flight)", inFlight)
+		}
 		time.Sleep(10 * time.Minute) // a quiet connection, open for ten grace periods
 		if e.fake.Count("stop", "db") != 0 || r.Status() != StatusUp {
 			t.Fatalf("stopped under an open connection (status %s)", r.Status())
@@ -108,6 +111,9 @@ func TestPort_HoldAnswersWhyTheAppIsNotUp(t *testing.T) {
 			first <- err
 		}()
 		settle()
+		if held, _ := e.engine.Held("slow"); held != 1 {
+			t.Errorf("held = %d with a connection held, want 1 (the admin API's held)", held)
+		}
 		if _, err := slow.Hold(context.Background(), time.Now().Add(time.Minute)); !errors.Is(err, ErrTooManyHeld) {
 			t.Errorf("second hold: %v, want ErrTooManyHeld", err)
 		}
@@ -155,15 +161,50 @@ func TestPort_ARefusedConnectionWakesAnAppThatStoppedBehindReapersBack(t *testin
 		if _, err := r.Hold(context.Background(), time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		fake.SetQuietly("db", paastest.App{State: paas.StateShouldBeDown}) // it crashed: reaper still believes it up
-		if !r.Refused(context.Background()) {
-			t.Fatalf("after a refused dial the app is %s, want asleep", r.Status())
+		// The job's passes of the wake are over; then the app crashes, and
+		// reaper still believes it up.
+		settle()
+		fake.SetQuietly("db", paastest.App{State: paas.StateShouldBeDown})
+		// Refused reports whether the app is seen asleep; the fake starts it
+		// again at once, so it may already be back up: the caller dials again.
+		if asleep := r.Refused(context.Background()); asleep {
+			if _, err := r.Hold(context.Background(), time.Now().Add(time.Minute)); err != nil {
+				t.Fatalf("hold again: %v", err)
+			}
 		}
+		settle()
+		if got := fake.Count("start", "db"); got != 2 || r.Status() != StatusUp {
+			t.Errorf("starts = %d, status %s; want 2 (woken again by the refused dial) and Up", got, r.Status())
+		}
+	})
+}
+
+func TestPort_AnsweredEndsTheWakesPhasesOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("db"), "")
+		r := e.claim(config("db"))
+		e.start()
+		defer e.stop()
+		settle()
 		if _, err := r.Hold(context.Background(), time.Now().Add(time.Minute)); err != nil {
-			t.Fatalf("hold again: %v", err)
+			t.Fatal(err)
 		}
-		if got := fake.Count("start", "db"); got != 2 {
-			t.Errorf("starts = %d, want 2 (woken again)", got)
+		time.Sleep(40 * time.Millisecond) // the dial after the release
+		r.Answered()
+		r.Answered() // a second connection of the same wake
+		recent, _, cancel := e.engine.events.subscribe(0)
+		cancel()
+		n := 0
+		for _, ev := range recent {
+			if ev.Kind == EventWake && ev.Phases != nil && !ev.Phases.FirstAnswerAt.IsZero() {
+				n++
+				if d := ev.Phases.FirstAnswerAt.Sub(ev.Phases.UpAt); d != 40*time.Millisecond {
+					t.Errorf("first_answer phase = %v, want the 40ms from up to the dial", d)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d wake events with a first answer, want 1: %+v", n, recent)
 		}
 	})
 }

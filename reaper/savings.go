@@ -206,7 +206,7 @@ func (a *AdminAPI) savings(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 		return
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"apps": apps, "total": totalOf(apps)})
+	httpjson.Write(w, http.StatusOK, SavingsAnswer{Apps: apps, Total: totalOf(apps)})
 }
 
 func (a *AdminAPI) appSavings(w http.ResponseWriter, r *http.Request) {

@@ -63,10 +63,11 @@ type conn struct {
 	in     int64 // bytes client → app
 	out    int64 // bytes app → client
 
-	mu     sync.Mutex
-	target *net.TCPConn
-	ended  string
-	cancel context.CancelFunc // ends a hold
+	mu        sync.Mutex
+	target    *net.TCPConn
+	splicedAt time.Time // when target was set: the idle clock starts no earlier
+	ended     string
+	cancel    context.CancelFunc // ends a hold
 }
 
 // end records why the connection ends (the first reason wins) and closes it.
@@ -111,7 +112,7 @@ func (r *route) serve(client *net.TCPConn) {
 		return
 	}
 	c.mu.Lock()
-	c.target = target
+	c.target, c.splicedAt = target, time.Now()
 	gone := c.ended != ""
 	c.mu.Unlock()
 	if gone { // shut down while dialling
@@ -165,6 +166,9 @@ func (r *route) holdThenDial(ctx context.Context, c *conn, deadline time.Time) (
 	done, err := r.app.Hold(ctx, deadline)
 	r.held.Add(-1)
 	c.held += time.Since(heldAt)
+	if ctx.Err() == nil {
+		r.s.observer.TCPHeldWait(r.cfg.ID, time.Since(heldAt))
+	}
 	if err != nil {
 		return nil, holdEnd(err)
 	}
@@ -174,6 +178,9 @@ func (r *route) holdThenDial(ctx context.Context, c *conn, deadline time.Time) (
 	}
 	target, err := r.dialRetry(ctx, deadline)
 	done(err == nil)
+	if err == nil {
+		r.app.Answered()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, EndClientGone
@@ -302,6 +309,7 @@ func (r *route) closeAll() {
 
 // logEnd writes the connection's access log line.
 func (r *route) logEnd(c *conn, how string) {
+	r.s.observer.TCPConnectionEnded(r.cfg.ID, how, c.in, c.out)
 	r.s.log.Info("tcp connection", "route", r.cfg.ID, "app", r.cfg.AppID, "client", c.client.RemoteAddr().String(),
 		"bytes_in", c.in, "bytes_out", c.out, "held", c.held.Round(time.Microsecond),
 		"duration", time.Since(c.start).Round(time.Microsecond), "ended", how)

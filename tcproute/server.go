@@ -35,6 +35,9 @@ type App interface {
 	Begin() (end func(), ok bool)
 	// Touch records that bytes flowed now.
 	Touch()
+	// Answered records that the app took a held connection: the wake's last
+	// phase (once per wake).
+	Answered()
 	// Refused says that the app, believed up, refused a dial; true: it is now
 	// seen asleep (a wake is asked), hold again.
 	Refused(ctx context.Context) bool
@@ -52,13 +55,31 @@ type Options struct {
 	Logger *slog.Logger
 	// DialTimeout bounds one dial of a target (default 5 s).
 	DialTimeout time.Duration
+	// Observer is told what the routes do (metrics); nil: nothing.
+	Observer Observer
 }
+
+// Observer is told what TCP routes do; the metrics implement it. Its methods
+// must not block.
+type Observer interface {
+	// TCPHeldWait: a connection was held d while its app woke.
+	TCPHeldWait(route string, d time.Duration)
+	// TCPConnectionEnded: a connection ended so (an End… value), with in bytes
+	// from its client to the app and out bytes back.
+	TCPConnectionEnded(route, ended string, in, out int64)
+}
+
+type noObserver struct{}
+
+func (noObserver) TCPHeldWait(string, time.Duration)               {}
+func (noObserver) TCPConnectionEnded(string, string, int64, int64) {}
 
 // Server listens on every TCP route's port.
 type Server struct {
-	log    *slog.Logger
-	dialer net.Dialer
-	routes []*route
+	log      *slog.Logger
+	observer Observer
+	dialer   net.Dialer
+	routes   []*route
 
 	mu     sync.Mutex
 	closed bool
@@ -73,7 +94,10 @@ func New(opts Options) *Server {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
-	s := &Server{log: opts.Logger, dialer: net.Dialer{Timeout: opts.DialTimeout}}
+	s := &Server{log: opts.Logger, observer: opts.Observer, dialer: net.Dialer{Timeout: opts.DialTimeout}}
+	if s.observer == nil {
+		s.observer = noObserver{}
+	}
 	for i := range opts.Routes {
 		c := &opts.Routes[i]
 		s.routes = append(s.routes, newRoute(s, c, opts.Claim(c.ID, c.Policy())))

@@ -89,7 +89,7 @@ func (r *route) sweepLoop() {
 		flowed := false
 		for _, c := range conns {
 			c.mu.Lock()
-			spliced := c.target != nil && c.ended == ""
+			spliced, since := c.target != nil && c.ended == "", time.Since(c.splicedAt)
 			c.mu.Unlock()
 			if !spliced {
 				continue
@@ -98,6 +98,10 @@ func (r *route) sweepLoop() {
 			if !ok {
 				continue
 			}
+			// The client's last bytes may be older than the splice (its first
+			// message, sent while it was held): the app gets a whole idle
+			// timeout to answer them.
+			quiet = min(quiet, since)
 			if quiet < every {
 				flowed = true
 			}

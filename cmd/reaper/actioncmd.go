@@ -2,47 +2,22 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
+	"github.com/reapergw/reaper/adminapi"
 	"github.com/reapergw/reaper/reaper"
 )
 
 // The admin commands that act on an app: wake, sleep, hold, release, reset. Each
 // sends who does it (--by, the OS user by default), which the app's history keeps.
 
-// actionAnswer is what the actions answer (each fills some of it).
-type actionAnswer struct {
-	AppID      string           `json:"app_id"`
-	Status     reaper.Status    `json:"status"`
-	Hold       *reaper.KeepWarm `json:"hold"`
-	SleepAsked *reaper.SleepAsk `json:"sleep_asked"`
-	Open       int              `json:"open"`
-	Released   bool             `json:"released"`
-}
-
-// act sends the action (POST or DELETE path with body and who does it) and
-// returns its answer, printing it as it is with --json.
-func (c *cli) act(ctx context.Context, method, path string, body map[string]string) (actionAnswer, []byte, error) {
-	if body == nil {
-		body = map[string]string{}
-	}
-	body["by"] = c.by
-	raw, err := c.call(ctx, method, path, body)
-	if err != nil {
-		return actionAnswer{}, nil, err
-	}
-	var a actionAnswer
-	if err := json.Unmarshal(raw, &a); err != nil {
-		fmt.Fprintf(c.stderr, "%s: unexpected answer: %v\n", c.prog, err)
-		return actionAnswer{}, nil, exitCode(exitUnreachable)
-	}
-	return a, raw, nil
+// action is the body of an action: who does it.
+func (c *cli) action() reaper.ActionRequest {
+	return reaper.ActionRequest{By: c.by}
 }
 
 func wakeCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
@@ -56,7 +31,11 @@ func wakeCmd(ctx context.Context, args []string, env func(string) (string, bool)
 		return err
 	}
 	start := time.Now()
-	a, raw, err := c.act(ctx, http.MethodPost, appPath(pos[0], "/_wake"), nil)
+	var a reaper.WakeAnswer
+	raw, err := c.do(ctx, func(ctx context.Context) (err error) {
+		a, err = c.api.Wake(ctx, pos[0], c.action())
+		return err
+	})
 	switch {
 	case err != nil:
 		return err
@@ -91,17 +70,13 @@ func (c *cli) waitUp(ctx context.Context, id string, start time.Time, timeout ti
 	defer tick.Stop()
 	var last reaper.Status
 	for {
-		status, raw, err := c.admin.call(wctx, http.MethodGet, appPath(id), nil)
+		var raw []byte
+		a, err := c.api.App(adminapi.WithRaw(wctx, &raw), id)
 		if wctx.Err() != nil {
 			break
 		}
-		if err != nil || status != http.StatusOK {
-			return c.fail(status, raw, err)
-		}
-		var a reaper.AppView
-		if err := json.Unmarshal(raw, &a); err != nil {
-			fmt.Fprintf(c.stderr, "%s: unexpected answer: %v\n", c.prog, err)
-			return exitCode(exitUnreachable)
+		if err != nil {
+			return c.fail(err)
 		}
 		switch {
 		case a.Status == reaper.StatusUp && c.json:
@@ -145,11 +120,11 @@ func sleepCmd(ctx context.Context, args []string, env func(string) (string, bool
 	if err != nil {
 		return err
 	}
-	q := ""
-	if *force {
-		q = "?force=true"
-	}
-	a, raw, err := c.act(ctx, http.MethodPost, appPath(pos[0], "/_sleep", q), nil)
+	var a reaper.SleepAnswer
+	raw, err := c.do(ctx, func(ctx context.Context) (err error) {
+		a, err = c.api.Sleep(ctx, pos[0], *force, c.action())
+		return err
+	})
 	switch {
 	case err != nil:
 		return err
@@ -178,8 +153,13 @@ func holdCmd(ctx context.Context, args []string, env func(string) (string, bool)
 		return err
 	}
 	start := time.Now()
-	body := map[string]string{"duration": pos[1], "reason": *reason}
-	a, raw, err := c.act(ctx, http.MethodPost, appPath(pos[0], "/_hold"), body)
+	req := c.action()
+	req.Duration, req.Reason = pos[1], *reason
+	var a reaper.HoldAnswer
+	raw, err := c.do(ctx, func(ctx context.Context) (err error) {
+		a, err = c.api.Hold(ctx, pos[0], req)
+		return err
+	})
 	switch {
 	case err != nil:
 		return err
@@ -214,7 +194,11 @@ func releaseCmd(ctx context.Context, args []string, env func(string) (string, bo
 	if err != nil {
 		return err
 	}
-	a, raw, err := c.act(ctx, http.MethodDelete, appPath(pos[0], "/_hold"), nil)
+	var a reaper.ReleaseAnswer
+	raw, err := c.do(ctx, func(ctx context.Context) (err error) {
+		a, err = c.api.Release(ctx, pos[0], c.action())
+		return err
+	})
 	switch {
 	case err != nil:
 		return err
@@ -237,7 +221,11 @@ func resetCmd(ctx context.Context, args []string, env func(string) (string, bool
 	if err != nil {
 		return err
 	}
-	a, raw, err := c.act(ctx, http.MethodPost, appPath(pos[0], "/_reset"), nil)
+	var a reaper.ResetAnswer
+	raw, err := c.do(ctx, func(ctx context.Context) (err error) {
+		a, err = c.api.Reset(ctx, pos[0], c.action())
+		return err
+	})
 	switch {
 	case err != nil:
 		return err

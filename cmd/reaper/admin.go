@@ -31,7 +31,7 @@ func adminHandler(token conf.Secret, ready *readiness, api, internal, metrics ht
 		mux.Handle("GET /metrics", metrics)
 	}
 	if internal != nil {
-		mux.Handle("/internal/", internal)
+		mux.Handle(leader.InternalPrefix, internal)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -113,14 +113,13 @@ func (n *node) adminAPI() http.Handler {
 		}
 		api = capi.ForwardWrites(api)
 		cluster := capi.Admin()
-		mux.Handle("/api/cluster", cluster)
-		mux.Handle("/api/cluster/", cluster)
+		for _, p := range leader.AdminPrefixes {
+			mux.Handle(p, cluster)
+		}
 	}
-	mux.Handle("/api/apps", api)
-	mux.Handle("/api/apps/", api)
-	mux.Handle("/api/settings", api)
-	mux.Handle("/api/events", api)
-	mux.Handle("/api/savings", api)
+	for _, p := range reaper.AdminPrefixes {
+		mux.Handle(p, api)
+	}
 	mux.Handle("GET /metrics", n.parts.metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)

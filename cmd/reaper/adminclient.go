@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"crypto/tls"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reapergw/reaper/adminapi"
 	"github.com/reapergw/reaper/config"
 	"github.com/reapergw/reaper/leader"
 )
@@ -176,40 +174,10 @@ type adminClient struct {
 	client *http.Client
 }
 
-// call sends the request, with body as JSON unless it is nil, and returns the
-// status and up to 1 MiB of the answer. It gives up after 15 s.
-func (a adminClient) call(ctx context.Context, method, p string, body any) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	resp, err := a.do(ctx, method, p, body, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, out, err
-}
-
-// do sends the request, with body as JSON unless it is nil and the extra
-// headers, and returns the answer for the caller to read and close.
-func (a adminClient) do(ctx context.Context, method, p string, body any, header http.Header) (*http.Response, error) {
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+p, r)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	return a.client.Do(req)
+// api is the typed client of the admin API: each call bounded to 15 s (the
+// event stream excepted) and its answer to 1 MiB.
+func (a adminClient) api() *adminapi.Client {
+	return &adminapi.Client{Base: a.base, Token: a.token, HTTP: a.client, Timeout: 15 * time.Second, MaxAnswer: 1 << 20}
 }
 
 // redact removes the token from a message, in case an error ever quotes it.

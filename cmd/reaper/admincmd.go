@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os/user"
 	"strings"
 	"time"
+
+	"github.com/reapergw/reaper/adminapi"
 )
 
 // The admin commands (apps, app, wake, sleep, hold, release, reset, history,
@@ -52,6 +54,7 @@ type cli struct {
 	prog   string // "reaper apps", for messages
 	target *adminTarget
 	admin  adminClient
+	api    *adminapi.Client // admin's
 	json   bool
 	by     string // who does an action, for the app's history
 	env    func(string) (string, bool)
@@ -89,6 +92,7 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, least, most int) ([]string,
 	if c.admin, err = c.target.client(c.prog, c.env, c.stderr); err != nil {
 		return nil, err
 	}
+	c.api = c.admin.api()
 	if c.by == "" {
 		c.by = osUser(c.env)
 	}
@@ -124,20 +128,23 @@ const (
 	busyRetry = 15 * time.Second
 )
 
-// call makes an API call and returns its answer when the status is 2xx; else
-// it prints why on stderr and returns the exit status (see fail).
-func (c *cli) call(ctx context.Context, method, path string, body any) ([]byte, error) {
+// do makes an API call (f, with the context it gets) and returns its answer as
+// the API sent it (for --json); an action that meets busyConflict is made again.
+// A failure is printed on stderr, and its exit status returned (see fail).
+func (c *cli) do(ctx context.Context, f func(context.Context) error) ([]byte, error) {
 	deadline := time.Now().Add(busyRetry)
 	for {
-		status, out, err := c.admin.call(ctx, method, path, body)
-		if err == nil && status == http.StatusConflict && apiError(out) == busyConflict &&
+		var raw []byte
+		err := f(adminapi.WithRaw(ctx, &raw))
+		var e *adminapi.Error
+		if errors.As(err, &e) && e.Status == http.StatusConflict && apiError(e.Body) == busyConflict &&
 			time.Now().Before(deadline) && pause(ctx, busyPause) {
 			continue
 		}
-		if err != nil || status/100 != 2 {
-			return nil, c.fail(status, out, err)
+		if err != nil {
+			return nil, c.fail(err)
 		}
-		return out, nil
+		return raw, nil
 	}
 }
 
@@ -153,28 +160,21 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// get calls GET path and decodes its answer into v.
-func (c *cli) get(ctx context.Context, path string, v any) ([]byte, error) {
-	out, err := c.call(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(out, v); err != nil {
-		fmt.Fprintf(c.stderr, "%s: unexpected answer from %s: %v\n", c.prog, path, err)
-		return nil, exitCode(exitUnreachable)
-	}
-	return out, nil
-}
-
 // fail prints why a call failed, the API's own message when it gave one, and
-// returns the exit status: exitUnreachable when it could not be made.
-func (c *cli) fail(status int, body []byte, err error) error {
-	if err != nil {
+// returns the exit status: exitUnreachable when it could not be made or its
+// answer not read.
+func (c *cli) fail(err error) error {
+	var e *adminapi.Error
+	switch {
+	case errors.As(err, &e):
+		fmt.Fprintf(c.stderr, "%s: %s (%d %s)\n", c.prog, c.admin.redact(cliWords(apiError(e.Body))), e.Status, http.StatusText(e.Status))
+		return exitCode(exitFor(e.Status))
+	case errors.Is(err, adminapi.ErrAnswer): // "unexpected answer from GET /api/apps: …"
+		fmt.Fprintf(c.stderr, "%s: %s\n", c.prog, strings.TrimPrefix(err.Error(), "adminapi: "))
+	default:
 		fmt.Fprintf(c.stderr, "%s: the admin API at %s cannot be reached: %s\n", c.prog, c.admin.base, c.admin.redact(err.Error()))
-		return exitCode(exitUnreachable)
 	}
-	fmt.Fprintf(c.stderr, "%s: %s (%d %s)\n", c.prog, c.admin.redact(cliWords(apiError(body))), status, http.StatusText(status))
-	return exitCode(exitFor(status))
+	return exitCode(exitUnreachable)
 }
 
 // cliWords says an API message in the command's words: a refused sleep names
@@ -226,9 +226,4 @@ func (c *cli) printJSON(raw []byte) error {
 	b.WriteByte('\n')
 	_, err := c.stdout.Write(b.Bytes())
 	return err
-}
-
-// appPath is the API path of an app, with more after it.
-func appPath(id string, more ...string) string {
-	return "/api/apps/" + url.PathEscape(id) + strings.Join(more, "")
 }

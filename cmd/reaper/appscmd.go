@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,7 +21,10 @@ func appsCmd(ctx context.Context, args []string, env func(string) (string, bool)
 		return err
 	}
 	var apps []reaper.AppView
-	raw, err := c.get(ctx, "/api/apps", &apps)
+	raw, err := c.do(ctx, func(ctx context.Context) (err error) {
+		apps, err = c.api.Apps(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,10 @@ func appCmd(ctx context.Context, args []string, env func(string) (string, bool),
 		return err
 	}
 	var a reaper.AppView
-	raw, err := c.get(ctx, appPath(pos[0]), &a)
+	raw, err := c.do(ctx, func(ctx context.Context) (err error) {
+		a, err = c.api.App(ctx, pos[0])
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -124,14 +128,6 @@ func upSince(a reaper.AppView, now time.Time) string {
 	return ago(a.LastUpAt, now)
 }
 
-// historyPage is the answer of /api/apps/{id}/history.
-type historyPage struct {
-	Items    []reaper.Transition `json:"items"`
-	Total    int                 `json:"total"`
-	Page     int                 `json:"page"`
-	PageSize int                 `json:"page_size"`
-}
-
 func historyCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
 	c, fs := newCLI("history", "history ID [--page N] [--page-size N] [options]",
 		"Shows an app's history, newest first: changes of status, holds, releases, sleep\n"+
@@ -142,9 +138,11 @@ func historyCmd(ctx context.Context, args []string, env func(string) (string, bo
 	if err != nil {
 		return err
 	}
-	q := url.Values{"page": {strconv.Itoa(*page)}, "page_size": {strconv.Itoa(*size)}}
-	var h historyPage
-	raw, err := c.get(ctx, appPath(pos[0], "/history?", q.Encode()), &h)
+	var h reaper.HistoryPage
+	raw, err := c.do(ctx, func(ctx context.Context) (err error) {
+		h, err = c.api.History(ctx, pos[0], *page, *size)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -157,7 +155,7 @@ func historyCmd(ctx context.Context, args []string, env func(string) (string, bo
 
 // printHistory prints a page of history as a table, and which page it is when
 // there are more.
-func printHistory(w io.Writer, h historyPage, now time.Time) {
+func printHistory(w io.Writer, h reaper.HistoryPage, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "WHEN\tAT\tEVENT\tSTATUS\tCAUSE\tBY\tNODE")
 	for _, t := range h.Items {

@@ -84,3 +84,31 @@ func TestCheck_WarnsOfAnOpenAdminDoor(t *testing.T) {
 		}
 	}
 }
+
+func TestCheck_CountsTCPRoutesAndNotesARedisProbeWithoutAPassword(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "reaper.yaml")
+	const cfg = `
+paas:
+  driver: process
+  apps:
+    - {id: cache, command: [redis-server], ready: {redis: "127.0.0.1:6380"}}
+tcp_routes:
+  - {id: cache, listen: "127.0.0.1:6379", app_id: cache, target: "127.0.0.1:6380", mode: keep_connections}
+`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	env := func(string) (string, bool) { return "", false }
+	if err := run(context.Background(), []string{"check", "--config", file}, env, &stdout, &stderr); err != nil {
+		t.Fatalf("check: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{
+		"ok (0 routes, 1 tcp route, driver process, store memory)",
+		"note: paas.apps[0].ready: redis 127.0.0.1:6380 without a password",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("reaper check said:\n%s\nwant %q in it", stdout.String(), want)
+		}
+	}
+}

@@ -3,16 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/reapergw/reaper/adminapi"
 	"github.com/reapergw/reaper/leader"
 )
 
@@ -50,16 +49,28 @@ func clusterCmd(ctx context.Context, args []string, env func(string) (string, bo
 	if err != nil {
 		return err
 	}
-	req, err := clusterRequest(sub, f, stderr)
+	call, err := clusterRequest(sub, f, stderr)
 	if err != nil {
 		return err
 	}
-	code, out, err := admin.call(ctx, req.method, req.path, req.body)
-	if err != nil {
+	st, err := call(ctx, admin.api())
+	var e *adminapi.Error
+	switch {
+	case errors.As(err, &e):
+		fmt.Fprintf(stderr, "reaper cluster %s: %d %s\n", sub, e.Status, bytes.TrimSpace(e.Body))
+		return exitCode(1)
+	case errors.Is(err, adminapi.ErrAnswer):
+		fmt.Fprintf(stderr, "reaper cluster %s: %s\n", sub, strings.TrimPrefix(err.Error(), "adminapi: "))
+		return exitCode(1)
+	case err != nil:
 		fmt.Fprintf(stderr, "reaper cluster %s: the node at %s could not be reached: %s\n", sub, admin.base, admin.redact(err.Error()))
 		return exitCode(1)
 	}
-	return printClusterAnswer(sub, code, out, stdout, stderr)
+	printStatus(stdout, st)
+	if sub == "status" && !allAnswer(st) {
+		return exitCode(8) // the table says which member and why
+	}
+	return nil
 }
 
 // clusterHelp prints the usage: to stdout, for --help, and to stderr with status
@@ -96,55 +107,34 @@ func parseClusterFlags(sub string, args []string, stdout, stderr io.Writer) (clu
 	return clusterFlags{target: target, id: *id, raftAddr: *raftAddr, apiAddr: *apiAddr}, nil
 }
 
-// clusterReq is the admin API call that a cluster command makes.
-type clusterReq struct {
-	method, path string
-	body         any // sent as JSON when not nil
-}
+// clusterCall is the admin API call that a cluster command makes: each
+// answers the cluster's status.
+type clusterCall func(context.Context, *adminapi.Client) (leader.Status, error)
 
 // clusterRequest checks that f has the options the command sub needs and returns
 // its call; an unknown command or a missing option is a usage error (status 2).
-func clusterRequest(sub string, f clusterFlags, stderr io.Writer) (clusterReq, error) {
+func clusterRequest(sub string, f clusterFlags, stderr io.Writer) (clusterCall, error) {
 	switch sub {
 	case "status":
 		// Probed: each member says whether it answers, and what it sees.
-		return clusterReq{method: http.MethodGet, path: "/api/cluster?probe=true"}, nil
+		return func(ctx context.Context, api *adminapi.Client) (leader.Status, error) { return api.Cluster(ctx, true) }, nil
 	case "join":
 		if f.id == "" || f.raftAddr == "" || f.apiAddr == "" {
 			fmt.Fprintln(stderr, "reaper cluster join: --id, --raft-addr and --api-addr are required")
-			return clusterReq{}, exitCode(2)
+			return nil, exitCode(2)
 		}
-		body := map[string]string{"id": f.id, "raft_addr": f.raftAddr, "api_addr": f.apiAddr}
-		return clusterReq{method: http.MethodPost, path: "/api/cluster/members", body: body}, nil
+		m := leader.MemberRequest{ID: f.id, RaftAddr: f.raftAddr, APIAddr: f.apiAddr}
+		return func(ctx context.Context, api *adminapi.Client) (leader.Status, error) { return api.Join(ctx, m) }, nil
 	case "remove":
 		if f.id == "" {
 			fmt.Fprintln(stderr, "reaper cluster remove: --id is required")
-			return clusterReq{}, exitCode(2)
+			return nil, exitCode(2)
 		}
-		return clusterReq{method: http.MethodDelete, path: "/api/cluster/members/" + url.PathEscape(f.id)}, nil
+		return func(ctx context.Context, api *adminapi.Client) (leader.Status, error) { return api.Remove(ctx, f.id) }, nil
 	default:
 		fmt.Fprintf(stderr, "reaper cluster: unknown command %q\n\n%s", sub, clusterUsage)
-		return clusterReq{}, exitCode(2)
+		return nil, exitCode(2)
 	}
-}
-
-// printClusterAnswer prints the cluster's status that the node answered to the
-// command sub; any other answer is an error (status 1).
-func printClusterAnswer(sub string, code int, out []byte, stdout, stderr io.Writer) error {
-	if code != http.StatusOK {
-		fmt.Fprintf(stderr, "reaper cluster %s: %d %s\n", sub, code, bytes.TrimSpace(out))
-		return exitCode(1)
-	}
-	var st leader.Status
-	if err := json.Unmarshal(out, &st); err != nil {
-		fmt.Fprintf(stderr, "reaper cluster %s: unexpected answer: %s\n", sub, out)
-		return exitCode(1)
-	}
-	printStatus(stdout, st)
-	if sub == "status" && !allAnswer(st) {
-		return exitCode(8) // the table says which member and why
-	}
-	return nil
 }
 
 // allAnswer reports whether every member of a probed status answered, without

@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
+	"github.com/reapergw/reaper/adminapi"
 	"github.com/reapergw/reaper/reaper"
 )
 
@@ -55,23 +56,25 @@ func (c *cli) follow(ctx context.Context, each func(data []byte)) error {
 	delay := reconnectFirst
 	opened := false
 	for {
-		n, status, body, err := c.streamOnce(ctx, &lastID, each)
+		n, open, err := c.streamOnce(ctx, &lastID, each)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if status != http.StatusOK && (!opened || status/100 == 4) {
-			return c.fail(status, body, err)
+		var refused *adminapi.Error
+		errors.As(err, &refused)
+		if !open && (!opened || (refused != nil && refused.Status/100 == 4)) {
+			return c.fail(err)
 		}
-		opened = opened || status == http.StatusOK
+		opened = opened || open
 		if n > 0 {
 			delay = reconnectFirst
 		}
 		why := "the stream ended"
 		switch {
+		case refused != nil:
+			why = fmt.Sprintf("%s (%d)", c.admin.redact(apiError(refused.Body)), refused.Status)
 		case err != nil:
 			why = c.admin.redact(err.Error())
-		case status != http.StatusOK:
-			why = fmt.Sprintf("%s (%d)", c.admin.redact(apiError(body)), status)
 		}
 		fmt.Fprintf(c.stderr, "%s: %s; reconnecting in %s\n", c.prog, why, delay)
 		if !pause(ctx, delay) {
@@ -83,30 +86,22 @@ func (c *cli) follow(ctx context.Context, each func(data []byte)) error {
 
 // streamOnce opens the event stream after *lastID and hands each event's data
 // to each, keeping *lastID, until the stream ends. It returns how many events
-// came, and the answer's status (200 when the stream was open; else its body)
-// or the error that ended it.
-func (c *cli) streamOnce(ctx context.Context, lastID *string, each func([]byte)) (n, status int, body []byte, err error) {
-	h := http.Header{"Accept": {"text/event-stream"}}
-	if *lastID != "" {
-		h.Set("Last-Event-ID", *lastID)
-	}
-	resp, err := c.admin.do(ctx, http.MethodGet, "/api/events", nil, h)
+// came, whether the stream was open, and the error that ended it or refused it
+// (an *adminapi.Error).
+func (c *cli) streamOnce(ctx context.Context, lastID *string, each func([]byte)) (n int, open bool, err error) {
+	body, err := c.api.Events(ctx, *lastID)
 	if err != nil {
-		return 0, 0, nil, err
+		return 0, false, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return 0, resp.StatusCode, body, err
-	}
-	err = readSSE(resp.Body, func(id string, data []byte) {
+	defer body.Close()
+	err = readSSE(body, func(id string, data []byte) {
 		n++
 		if id != "" {
 			*lastID = id
 		}
 		each(data)
 	})
-	return n, http.StatusOK, nil, err
+	return n, true, err
 }
 
 // readSSE reads server-sent events until r ends, handing each event's id and

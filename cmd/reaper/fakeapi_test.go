@@ -182,3 +182,17 @@ func TestAdminTarget_FlagsThenConfigThenEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// An answer the command cannot read (a proxy's page instead of the API's JSON,
+// say) is no success: exit 3, saying what came from where.
+func TestAdminCmd_AnAnswerItCannotReadExits3(t *testing.T) {
+	admin := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html>maintenance</html>")
+	})
+	for _, cmd := range [][]string{{"apps"}, {"app", "db"}, {"wake", "db"}, {"savings"}} {
+		r := runCLI(t, context.Background(), append(cmd, "--admin", admin)...)
+		if r.code != exitUnreachable || !strings.HasPrefix(r.stderr, "reaper "+cmd[0]+": unexpected answer from ") || r.stdout != "" {
+			t.Errorf("reaper %s answered HTML: %d\n%s%s; want exit 3 saying the answer is unexpected", cmd, r.code, r.stdout, r.stderr)
+		}
+	}
+}

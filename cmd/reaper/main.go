@@ -222,6 +222,12 @@ func checkCmd(args []string, env func(string) (string, bool), stdout, stderr io.
 	if len(cfg.Routes) == 1 {
 		routes = "route"
 	}
+	if n := len(cfg.TCPRoutes); n > 0 {
+		routes += fmt.Sprintf(", %d tcp route", n)
+		if n > 1 {
+			routes += "s"
+		}
+	}
 	fmt.Fprintf(stdout, "%s: ok (%d %s, driver %s, store %s)\n", *path, len(cfg.Routes), routes, cfg.PaaS.Driver, cfg.Store.Driver)
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintln(stdout, "warning: "+w)

@@ -11,12 +11,6 @@ import (
 	"github.com/reapergw/reaper/reaper"
 )
 
-// savings is the answer of /api/savings.
-type savings struct {
-	Apps  []reaper.SavingsView `json:"apps"`
-	Total reaper.SavingsTotal  `json:"total"`
-}
-
 func savingsCmd(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
 	c, fs := newCLI("savings", "savings [ID] [options]",
 		"Shows what sleeping saved, per app and in all (or for one app): the time each app\n"+
@@ -27,14 +21,17 @@ func savingsCmd(ctx context.Context, args []string, env func(string) (string, bo
 	if err != nil {
 		return err
 	}
-	var s savings
-	var raw []byte
-	if len(pos) == 1 {
-		s.Apps = make([]reaper.SavingsView, 1)
-		raw, err = c.get(ctx, appPath(pos[0], "/savings"), &s.Apps[0])
-	} else {
-		raw, err = c.get(ctx, "/api/savings", &s)
-	}
+	var s reaper.SavingsAnswer
+	raw, err := c.do(ctx, func(ctx context.Context) (err error) {
+		if len(pos) == 0 {
+			s, err = c.api.Savings(ctx)
+			return err
+		}
+		var one reaper.SavingsView
+		one, err = c.api.AppSavings(ctx, pos[0])
+		s.Apps = []reaper.SavingsView{one}
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -46,7 +43,7 @@ func savingsCmd(ctx context.Context, args []string, env func(string) (string, bo
 }
 
 // printSavings prints the savings as a table, with the total last when total.
-func printSavings(w io.Writer, s savings, total bool) {
+func printSavings(w io.Writer, s reaper.SavingsAnswer, total bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "APP\tASLEEP\tPRICE\tMEMORY\tTODAY\tMONTH\tALL TIME\tSAVING NOW")
 	for _, a := range s.Apps {

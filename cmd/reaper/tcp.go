@@ -20,7 +20,16 @@ func (n *node) listenTCP(ctx context.Context) error {
 		Claim: func(id string, policy *reaper.Config) tcproute.App {
 			return n.parts.engine.Claim(id, id, policy)
 		},
-		Logger: n.log,
+		Logger:   n.log,
+		Observer: n.parts.metrics,
+	})
+	ids := make([]string, len(n.cfg.TCPRoutes))
+	for i, r := range n.cfg.TCPRoutes {
+		ids[i] = r.ID
+	}
+	n.parts.metrics.WatchTCP(ids, func(id string) (int64, int64) {
+		c, _ := n.tcp.Counts(id)
+		return c.Held, c.Spliced
 	})
 	return n.tcp.Listen(ctx)
 }

@@ -22,6 +22,20 @@ type Config struct {
 	Cluster *ClusterConfig `yaml:"cluster,omitempty"`
 	PaaS    PaaSConfig     `yaml:"paas"`
 	Routes  []RouteConfig  `yaml:"routes"`
+	// TCPRoutes are the tcp_routes.
+	TCPRoutes []TCPRouteConfig `yaml:"tcp_routes,omitempty"`
+}
+
+// TCPRouteConfig is one of tcp_routes.
+type TCPRouteConfig struct {
+	ID          string `yaml:"id"`
+	Listen      string `yaml:"listen"`
+	AppID       string `yaml:"app_id"`
+	Target      string `yaml:"target"`
+	Mode        string `yaml:"mode,omitempty"`
+	GracePeriod string `yaml:"grace_period,omitempty"`
+	FailTimeout string `yaml:"fail_timeout,omitempty"`
+	MaxHeld     int    `yaml:"max_held,omitempty"`
 }
 
 // Programs returns the program of each app, once each.
@@ -102,11 +116,14 @@ type AppConfig struct {
 	Command     []string    `yaml:"command"`
 	Ready       ReadyConfig `yaml:"ready"`
 	StopTimeout string      `yaml:"stop_timeout,omitempty"`
+	StopSignal  string      `yaml:"stop_signal,omitempty"`
+	LogFile     string      `yaml:"log_file,omitempty"`
 }
 
-// ReadyConfig is an app's readiness probe.
+// ReadyConfig is an app's readiness probe: one of its keys.
 type ReadyConfig struct {
-	TCP string `yaml:"tcp"`
+	TCP      string `yaml:"tcp,omitempty"`
+	Postgres string `yaml:"postgres,omitempty"`
 }
 
 // RouteConfig is one of routes.

@@ -74,6 +74,10 @@ const (
 	NotReady
 	// Ready: the app is ready.
 	Ready
+	// Starting: the app answered, in its own protocol, that it is starting
+	// (Postgres's 57P03, Redis's -LOADING): not ready, and probed again on the
+	// fast schedule, since it said so at once and will be ready any moment.
+	Starting
 )
 
 // Ready probes once and reports whether the app is ready.
@@ -216,7 +220,9 @@ func Interval(sinceStart, steady time.Duration) time.Duration {
 // that nothing answered it waits as Interval says for the time since
 // started; after one the app answered without being ready (an HTTP probe's 5xx),
 // at least the steady interval, so that a booting app is not sent hundreds of
-// requests a second. While gate (nil: never) is paused it sends no probe; once
+// requests a second. An app that said in its own protocol that it is starting
+// (Starting) keeps the fast schedule: it refused at once, and a wake waits on
+// the moment it is ready. While gate (nil: never) is paused it sends no probe; once
 // resumed it probes at once, on the schedule of a start made then.
 func Loop(ctx context.Context, started time.Time, steady time.Duration, gate *Gate, probe func(context.Context) Result) bool {
 	var t *time.Timer

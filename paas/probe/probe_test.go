@@ -165,6 +165,7 @@ func TestProbeInterval_GrowsUpToTheSteadyInterval(t *testing.T) {
 type fakeApp struct {
 	start           time.Time
 	openAt, readyAt time.Duration
+	starting        bool            // between them, it answers Starting (57P03) rather than a 503
 	probes          []time.Duration // time since start of each probe
 }
 
@@ -174,6 +175,8 @@ func (f *fakeApp) probe(context.Context) Result {
 	switch {
 	case since < f.openAt:
 		return Unreached
+	case since < f.readyAt && f.starting:
+		return Starting
 	case since < f.readyAt:
 		return NotReady
 	}
@@ -262,6 +265,18 @@ func TestProbeLoop_AnAppThatAnswersIsProbedAtTheSteadyInterval(t *testing.T) {
 		}
 		if answered != 8 { // 100 ms to 300 ms at 25 ms
 			t.Errorf("the app answered %d probes before it was ready, want 8", answered)
+		}
+	})
+}
+
+func TestProbeLoop_AnAppThatSaysItIsStartingKeepsTheFastSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Postgres opens its port at 100 ms and answers 57P03 until 130 ms: it is
+		// found ready within the fast schedule's 2 ms, not the steady 25 ms.
+		f := &fakeApp{openAt: 100 * time.Millisecond, readyAt: 130 * time.Millisecond, starting: true}
+		ok, at := runLoop(f, DefaultInterval, time.Hour)
+		if !ok || at < f.readyAt || at > f.readyAt+fastProbeInterval {
+			t.Fatalf("ready %v at %s, want within %s of %s", ok, at, fastProbeInterval, f.readyAt)
 		}
 	})
 }

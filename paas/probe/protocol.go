@@ -44,9 +44,9 @@ func (e errAuth) Error() string { return "probe: redis refused the probe's AUTH:
 
 // postgres probes a Postgres server at addr as libpq's pg_isready does: it sends a
 // startup message and reads the first answer. An authentication request, or an
-// error other than 57P03, means the server takes connections (Ready); 57P03, or no
-// answer, means not yet (NotReady); a refused connect is Unreached. It hangs up
-// before authenticating.
+// error other than 57P03, means the server takes connections (Ready); 57P03 means
+// not yet (Starting), as does no answer (NotReady); a refused connect is
+// Unreached. It hangs up before authenticating.
 func (p *Prober) postgres(ctx context.Context, addr, user string) (Result, error) {
 	conn, done, err := p.dialProto(ctx, addr)
 	if err != nil {
@@ -71,7 +71,7 @@ func (p *Prober) postgres(ctx context.Context, addr, user string) (Result, error
 	switch m := msg.(type) {
 	case *pgproto3.ErrorResponse:
 		if m.Code == pgCannotConnectNow {
-			return NotReady, fmt.Errorf("probe: postgres answered %s: %s", m.Code, m.Message)
+			return Starting, fmt.Errorf("probe: postgres answered %s: %s", m.Code, m.Message)
 		}
 		// Any other error (no such role, no pg_hba.conf entry, SSL required) is a
 		// server that checks logins: it takes connections.
@@ -86,7 +86,7 @@ func (p *Prober) postgres(ctx context.Context, addr, user string) (Result, error
 
 // redis probes a Redis (or Valkey) server at addr: AUTH first when password is
 // set, then PING, which must answer PONG. -LOADING (the data set is loading) is
-// NotReady; -NOAUTH without a password is NotReady with ErrNoAuth; a refused AUTH
+// Starting; -NOAUTH without a password is NotReady with ErrNoAuth; a refused AUTH
 // is NotReady with the server's answer.
 func (p *Prober) redis(ctx context.Context, addr, username, password string) (Result, error) {
 	conn, done, err := p.dialProto(ctx, addr)
@@ -123,6 +123,8 @@ func (p *Prober) redis(ctx context.Context, addr, username, password string) (Re
 		return NotReady, err
 	case line == "+PONG":
 		return Ready, nil
+	case strings.HasPrefix(line, "-LOADING"):
+		return Starting, fmt.Errorf("probe: redis answered %s to PING", strconv.Quote(line))
 	case strings.HasPrefix(line, "-NOAUTH") && password == "":
 		return NotReady, ErrNoAuth
 	}

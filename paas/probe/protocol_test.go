@@ -43,7 +43,7 @@ func TestProber_PostgresReadyOnceItTakesConnections(t *testing.T) {
 	srv := cl.Run()
 	c.Postgres = srv.Addr
 	res, err := probeUntil(t, p, c)
-	for res == NotReady {
+	for res == Starting {
 		// Postgres opens its port before it has replayed its WAL: 57P03 then.
 		if err == nil || !strings.Contains(err.Error(), "57P03") {
 			t.Fatalf("a postgres that answered is not ready for another reason than 57P03: %v", err)
@@ -69,11 +69,11 @@ func TestProber_PostgresStartingUpIsNotReady(t *testing.T) {
 	defer p.Close()
 	c := &Config{Postgres: srv.Addr}
 	res, err := probeUntil(t, p, c)
-	if res != NotReady || err == nil || !strings.Contains(err.Error(), "57P03") {
-		t.Fatalf("probe of a postgres answering 57P03 = %v, %v; want NotReady, 57P03\n%s", res, err, srv.Output())
+	if res != Starting || err == nil || !strings.Contains(err.Error(), "57P03") {
+		t.Fatalf("probe of a postgres answering 57P03 = %v, %v; want Starting, 57P03\n%s", res, err, srv.Output())
 	}
 	for range 3 {
-		if res, _ := p.Check(context.Background(), c); res != NotReady {
+		if res, _ := p.Check(context.Background(), c); res != Starting {
 			t.Fatalf("probe = %v on a later try", res)
 		}
 	}
@@ -174,8 +174,8 @@ func TestProber_RedisLoadingIsNotReady(t *testing.T) {
 	defer p.Close()
 	c := &Config{Redis: srv.Addr()}
 	res, err := probeUntil(t, p, c)
-	if res != NotReady || err == nil || !strings.Contains(err.Error(), "LOADING") {
-		t.Fatalf("probe of a loading redis = %v, %v; want NotReady, LOADING", res, err)
+	if res != Starting || err == nil || !strings.Contains(err.Error(), "LOADING") {
+		t.Fatalf("probe of a loading redis = %v, %v; want Starting, LOADING", res, err)
 	}
 	testwait.For(t, 60*time.Second, "the loaded redis ready", func() bool { return p.Probe(context.Background(), c) == Ready })
 	if n, err := srv.Do("DBSIZE"); err != nil || n != "5000" {
