@@ -1,4 +1,4 @@
-# reaper — see README.md. Targets: run, stop, test, build, generate, lint, bench, faults, clean, run-clever, cluster, run-docker, cluster-docker, pebble, image.
+# reaper — see README.md. Targets: run, stop, test, build, generate, lint, bench, faults, clean, run-clever, cluster, run-docker, cluster-docker, pebble, caddy, image.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -72,6 +72,16 @@ image:
 PEBBLE_VERSION := v2.10.3
 pebble:
 	$(GO) install github.com/letsencrypt/pebble/v2/cmd/pebble@$(PEBBLE_VERSION)
+
+.PHONY: caddy
+# caddy: the Caddy the forward-auth tests run in front of reaper
+# (e2e/forwardauth_proxies_test.go; they skip without it unless
+# REAPER_REQUIRE_CADDY=1), built from the Go module proxy into the user's cache
+# folder, where the tests look. Building it takes minutes.
+CADDY_VERSION := v2.11.9
+CADDY_DIR := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/reaper/caddy-$(CADDY_VERSION)
+caddy:
+	@test -x $(CADDY_DIR)/caddy || GOBIN=$(CADDY_DIR) $(GO) install github.com/caddyserver/caddy/v2/cmd/caddy@$(CADDY_VERSION)
 
 .PHONY: run-clever
 # run-clever: the gateway with the Clever Cloud driver against the fake Clever Cloud

@@ -43,6 +43,24 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 	managed := c.checkReaperApps(d, errs)
 	c.checkTCPRoutes(managed, errs)
 	c.checkWebhookApps(managed, errs)
+	c.checkTraefikRoutes(errs)
+}
+
+// checkTraefikRoutes checks that the routes given to Traefik exist, and that
+// the forward-auth listener they go through is on.
+func (c *Config) checkTraefikRoutes(errs *conf.Errors) {
+	if len(c.Node.AuthTraefikRoutes) > 0 && c.Node.AuthListen == "" {
+		errs.Add("node.auth_traefik_routes", "needs node.auth_listen: Traefik reaches reaper there")
+	}
+	ids := map[string]bool{}
+	for _, r := range c.Routes {
+		ids[r.ID] = true
+	}
+	for i, id := range c.Node.AuthTraefikRoutes {
+		if !ids[id] {
+			errs.Add(conf.Index("node.auth_traefik_routes", i), "%s is not the id of a route", strconv.Quote(id))
+		}
+	}
 }
 
 // checkACMEListen checks that node.tls.acme.http_listen is not the address of

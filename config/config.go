@@ -6,6 +6,7 @@ package config
 import (
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -63,8 +64,22 @@ type Node struct {
 	// together. 0: no such bound.
 	MaxWakesPerClient int `yaml:"max_wakes_per_client"`
 	MaxWakesPerMinute int `yaml:"max_wakes_per_minute"`
+	// AuthListen is the forward-auth listener (package forwardauth): proxies
+	// the user runs ask it before each request. Empty: off.
+	AuthListen string `yaml:"auth_listen"`
+	// AuthTrustedProxies are the peers (IPs or CIDRs) allowed to call it.
+	// Empty: loopback only.
+	AuthTrustedProxies []string `yaml:"auth_trusted_proxies"`
+	// AuthHoldMax bounds how long an auth call is held while its app wakes.
+	AuthHoldMax conf.Duration `yaml:"auth_hold_max"`
+	// AuthURL is the listener's URL as proxies reach it (Traefik's forwardAuth
+	// address). Default: http:// and auth_listen.
+	AuthURL string `yaml:"auth_url"`
+	// AuthTraefikRoutes are the ids of the routes /traefik gives Traefik.
+	AuthTraefikRoutes []string `yaml:"auth_traefik_routes"`
 
-	trusted []netip.Prefix
+	trusted     []netip.Prefix
+	authTrusted []netip.Prefix
 }
 
 // TLS turns on HTTPS (and HTTP/2) on the gateway listener, with a certificate
@@ -184,6 +199,7 @@ func Default() Config {
 			IdleTimeout:       conf.Duration(120 * time.Second),
 			MaxHeaderBytes:    64 << 10,
 			MaxWakesPerClient: DefaultMaxWakesPerClient,
+			AuthHoldMax:       conf.Duration(25 * time.Second),
 		},
 		Reaper: Reaper{
 			JobInterval:  conf.Duration(30 * time.Second),
@@ -220,6 +236,10 @@ func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 	}
 	return &cfg, nil
 }
+
+// AuthTrustedPrefixes returns node.auth_trusted_proxies parsed (empty:
+// loopback only).
+func (n *Node) AuthTrustedPrefixes() []netip.Prefix { return n.authTrusted }
 
 // TrustedProxiesPrefixes returns node.trusted_proxies parsed.
 func (n *Node) TrustedProxiesPrefixes() []netip.Prefix { return n.trusted }
@@ -261,6 +281,31 @@ func (n *Node) Validate(path string, errs *conf.Errors) {
 			continue
 		}
 		n.trusted = append(n.trusted, p)
+	}
+	n.validateAuth(path, errs)
+}
+
+// validateAuth checks the forward-auth listener's settings.
+func (n *Node) validateAuth(path string, errs *conf.Errors) {
+	if n.AuthListen != "" {
+		checkAddr(n.AuthListen, conf.Key(path, "auth_listen"), errs)
+	}
+	if n.AuthURL != "" {
+		if u, err := url.Parse(n.AuthURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs.Add(conf.Key(path, "auth_url"), "%s is not an http:// or https:// URL", strconv.Quote(n.AuthURL))
+		}
+	}
+	if n.AuthHoldMax <= 0 {
+		errs.Add(conf.Key(path, "auth_hold_max"), "must be more than 0")
+	}
+	n.authTrusted = n.authTrusted[:0]
+	for i, s := range n.AuthTrustedProxies {
+		p, err := plugin.ParseAddrOrPrefix(s)
+		if err != nil {
+			errs.Add(conf.Index(conf.Key(path, "auth_trusted_proxies"), i), "%s", err.Error())
+			continue
+		}
+		n.authTrusted = append(n.authTrusted, p)
 	}
 }
 

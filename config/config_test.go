@@ -95,6 +95,16 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`node.trusted_proxies[0]: "10.0.0.0/33" is not a valid CIDR prefix (such as 10.0.0.0/8 or fd00::/8)`,
 			`node.trusted_proxies[1]: "banana" is not a valid IP address or CIDR prefix`,
 		}},
+		{"forward-auth", "node: {auth_listen: nope, auth_hold_max: 0s, auth_trusted_proxies: [10.0.0.0/8, banana]}", []string{
+			`node.auth_listen: "nope" is not an address (write host:port, such as 127.0.0.1:8080 or :8080)`,
+			`node.auth_hold_max: must be more than 0`,
+			`node.auth_trusted_proxies[1]: "banana" is not a valid IP address or CIDR prefix`,
+		}},
+		{"traefik", "node: {auth_url: 'ftp://x', auth_traefik_routes: [nope]}", []string{
+			`node.auth_url: "ftp://x" is not an http:// or https:// URL`,
+			`node.auth_traefik_routes: needs node.auth_listen: Traefik reaches reaper there`,
+			`node.auth_traefik_routes[0]: "nope" is not the id of a route`,
+		}},
 		{"tls", "node: {tls: {cert: /nonexistent/cert.pem}}", []string{
 			`node.tls.cert: "/nonexistent/cert.pem" cannot be read: no such file or directory`,
 			`node.tls.key: is required with tls (or acme, for certificates from an ACME CA)`,

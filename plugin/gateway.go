@@ -31,7 +31,17 @@ type GatewayOptions struct {
 	// body (bodytimeout.go): a client silent for longer is disconnected. 0: no
 	// bound.
 	BodyIdleTimeout time.Duration
+	// AccessOnly runs the matched route's pre-route and access steps and never
+	// proxies: a request every step lets through gets an empty 200 carrying
+	// HeaderAccessAllowed (the forward-auth listener, package forwardauth,
+	// asks this way on behalf of another proxy, which forwards the request
+	// itself). Its requests are never parked.
+	AccessOnly bool
 }
+
+// HeaderAccessAllowed marks the 200 of an AccessOnly gateway that let the request
+// through, apart from any 200 a plugin answered in the app's place.
+const HeaderAccessAllowed = "Reaper-Access"
 
 // RequestObserver sees each request once it is over.
 type RequestObserver interface {
@@ -59,6 +69,7 @@ type Gateway struct {
 	trusted  []netip.Prefix
 	observer RequestObserver
 	bodyIdle time.Duration
+	access   bool // GatewayOptions.AccessOnly
 
 	parking  atomic.Pointer[connQueue] // nil until EnableParking
 	parkN    atomic.Int64              // requests parked, or in a step that may park them
@@ -77,7 +88,7 @@ func NewGateway(opts GatewayOptions) *Gateway {
 	if opts.Node != "" {
 		log = log.With("node", opts.Node)
 	}
-	return &Gateway{log: log, trusted: opts.TrustedProxies, observer: opts.Observer, bodyIdle: opts.BodyIdleTimeout}
+	return &Gateway{log: log, trusted: opts.TrustedProxies, observer: opts.Observer, bodyIdle: opts.BodyIdleTimeout, access: opts.AccessOnly}
 }
 
 // Swap makes r the router of new requests and returns the previous one (nil the
@@ -177,8 +188,24 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
+	if g.access {
+		st.allow()
+		return
+	}
 	st.forward()
 }
+
+// allow answers a request of an AccessOnly gateway that its route's steps let
+// through: the proxy that asked sends it on itself.
+func (st *state) allow() {
+	st.upstream = upstreamNone
+	st.rec.Header().Set(HeaderAccessAllowed, "allow")
+	st.writeBody(http.StatusOK, nil)
+}
+
+// upstreamNone is the access log's upstream for a request an AccessOnly gateway
+// let through: no target was tried here.
+const upstreamNone = "none"
 
 // logger returns the request's logger (Exchange.Logger), creating it on first
 // use: a plugin-free request that logs nothing does not pay for it.
@@ -424,7 +451,7 @@ func (g *Gateway) done(st *state, aborted bool) {
 	}
 	if g.observer != nil {
 		g.observer.ObserveRequest(RequestDone{Route: route, Class: st.ex.Class, Outcome: st.ex.Outcome, Status: status,
-			ByGateway: st.upstream == "" || st.upstream == upstreamGateway, Duration: time.Since(st.ex.Start)})
+			ByGateway: st.upstream == "" || st.upstream == upstreamGateway || st.upstream == upstreamNone, Duration: time.Since(st.ex.Start)})
 	}
 	g.logAccess(st, route, status)
 }

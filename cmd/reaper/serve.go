@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/reapergw/reaper/autotls"
 	"github.com/reapergw/reaper/config"
+	"github.com/reapergw/reaper/forwardauth"
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/logbuf"
 	"github.com/reapergw/reaper/plugin"
@@ -149,6 +152,10 @@ type node struct {
 	transports *plugin.Transports
 	gwServer   *http.Server
 	admin      *http.Server
+	// auth and authServer: the forward-auth listener (node.auth_listen), an
+	// access-only gateway on the same routes; nil when off.
+	auth       *plugin.Gateway
+	authServer *http.Server
 	ready      *readiness
 
 	// With node.tls.acme: the certificates' manager, the server of its
@@ -207,6 +214,13 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 		BodyIdleTimeout: cfg.Node.BodyIdleTimeout.D(),
 	})
 	n.gateway.Swap(router)
+	if cfg.Node.AuthListen != "" {
+		n.auth = plugin.NewGateway(plugin.GatewayOptions{
+			Logger: logger.With("listener", "auth"), Node: cfg.Node.ID, TrustedProxies: n.authTrusted(),
+			Observer: n.parts.metrics, AccessOnly: true,
+		})
+		n.auth.Swap(router)
+	}
 	n.watchMetrics()
 
 	gwLn, adminLn, httpLn, err := n.listeners(inherited)
@@ -220,6 +234,13 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 	closers = append(closers, gwLn.Close)
 	if adminLn != nil {
 		closers = append(closers, adminLn.Close)
+	}
+	var authLn net.Listener
+	if n.auth != nil {
+		if authLn, err = net.Listen("tcp", cfg.Node.AuthListen); err != nil {
+			return nil, fmt.Errorf("node.auth_listen: %w", err)
+		}
+		closers = append(closers, authLn.Close)
 	}
 	tlsConfig, err := loadTLS(cfg.Node.TLS)
 	if err != nil {
@@ -244,6 +265,9 @@ func startNode(ctx context.Context, cfg *config.Config, logger *slog.Logger, inh
 	}
 	if adminLn != nil {
 		n.serveAdmin(adminLn)
+	}
+	if authLn != nil {
+		n.serveAuth(authLn)
 	}
 	n.ready.set(true)
 	logger.Info("reaper started", "node", cfg.Node.ID, "routes", len(cfg.Routes), "driver", cfg.PaaS.Driver, "store", cfg.Store.Driver, "data_dir", filepath.Clean(cfg.Node.DataDir))
@@ -327,6 +351,39 @@ func (n *node) serveGateway(ln net.Listener, tlsConfig *tls.Config) {
 		n.gwServer.TLSConfig = tlsConfig // ServeTLS turns HTTP/2 on for it
 	}
 	n.serve(n.gwServer, ln, "gateway", scheme)
+}
+
+// authTrusted is node.auth_trusted_proxies, loopback when empty.
+func (n *node) authTrusted() []netip.Prefix {
+	if p := n.cfg.Node.AuthTrustedPrefixes(); len(p) > 0 {
+		return p
+	}
+	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+}
+
+// authRoutes are the routes in force (they follow reloads).
+func (n *node) authRoutes() []*plugin.Route {
+	if r := n.auth.Router(); r != nil {
+		return r.Routes()
+	}
+	return nil
+}
+
+// serveAuth serves the forward-auth listener on ln.
+func (n *node) serveAuth(ln net.Listener) {
+	n.authServer = &http.Server{
+		Handler: forwardauth.New(n.auth, forwardauth.Options{
+			Trusted: n.authTrusted(), HoldMax: n.cfg.Node.AuthHoldMax.D(), Logger: n.log,
+			Routes:        n.authRoutes,
+			TraefikRoutes: n.cfg.Node.AuthTraefikRoutes,
+			AuthURL:       cmp.Or(n.cfg.Node.AuthURL, "http://"+ln.Addr().String()),
+		}),
+		ReadHeaderTimeout: n.cfg.Node.ReadHeaderTimeout.D(),
+		IdleTimeout:       n.cfg.Node.IdleTimeout.D(),
+		MaxHeaderBytes:    n.cfg.Node.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelDebug),
+	}
+	n.serve(n.authServer, ln, "auth", "http")
 }
 
 // serveAdmin serves health, the admin API and the cluster's internal calls on ln,
@@ -416,6 +473,9 @@ func (n *node) reload() {
 		return
 	}
 	old := n.gateway.Swap(router)
+	if n.auth != nil {
+		n.auth.Swap(router) // the same router: closed once, as the gateway's
+	}
 	if old != nil {
 		old.Close()
 	}
@@ -442,6 +502,11 @@ func (n *node) shutdown() {
 		n.log.Warn("in-flight requests were cut: the shutdown timeout passed", "timeout", n.cfg.Node.ShutdownTimeout.D())
 		n.gwServer.Close()
 	}
+	if n.authServer != nil {
+		if err := n.authServer.Shutdown(ctx); err != nil {
+			n.authServer.Close()
+		}
+	}
 	// Held connections were told (the engine's shutdown); spliced ones are cut:
 	// a TCP stream has no end to wait for, and its client reconnects.
 	n.stopTCP()
@@ -453,6 +518,9 @@ func (n *node) shutdown() {
 	}
 	n.bgCancel()
 	n.bg.Wait()
+	if n.auth != nil {
+		n.auth.Swap(nil)
+	}
 	if r := n.gateway.Swap(nil); r != nil {
 		r.Close()
 	}

@@ -1,0 +1,226 @@
+// Package forwardauth is the forward-auth listener (node.auth_listen): a proxy
+// the user already runs (Caddy's forward_auth, Traefik's forwardAuth, nginx's
+// auth_request, Envoy's ext_authz) asks it before each request whether the
+// request may go to its app. It rebuilds the original request from the
+// X-Forwarded-* headers and runs the matched route's access steps — the reaper
+// plugin's classification, monitoring filters, waiting page, hold or unavailable
+// answer — on a gateway that never proxies (plugin.GatewayOptions.AccessOnly),
+// so the answers are the gateway's own, from the same code.
+package forwardauth
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/reapergw/reaper/plugin"
+)
+
+// Paths served on the listener.
+const (
+	// PathAuth answers as Traefik's forwardAuth, Caddy's forward_auth and Envoy's
+	// ext_authz expect: 200 lets the request go, anything else is the answer the
+	// proxy gives its client.
+	PathAuth = "/auth"
+	// PathNginx answers as nginx's auth_request needs (it passes only 2xx, 401
+	// and 403): 200 lets the request go; 401 carries the answer's status
+	// (HeaderAnswerStatus) and where nginx fetches it (HeaderAnswer).
+	PathNginx = "/auth/nginx"
+	// pathAnswer is where a stored answer is fetched once: pathAnswer + its id.
+	pathAnswer = "/auth/answer/"
+)
+
+// Headers of a /auth/nginx refusal.
+const (
+	HeaderAnswerStatus = "Reaper-Answer-Status"
+	HeaderAnswer       = "Reaper-Answer"
+)
+
+// DefaultHoldMax is node.auth_hold_max's default: under Traefik's forwardAuth
+// client timeout (30 s, which it turns into a 500).
+const DefaultHoldMax = 25 * time.Second
+
+// Options configure a Server.
+type Options struct {
+	// Trusted are the peers allowed to ask; others get 403. Empty: loopback only.
+	Trusted []netip.Prefix
+	// HoldMax bounds how long one auth call is held while its app wakes (the
+	// route's fail_timeout bounds it too). 0: DefaultHoldMax.
+	HoldMax time.Duration
+	Logger  *slog.Logger
+	// Routes returns the routes in force, for PathTraefik; TraefikRoutes are
+	// the ids of those it gives Traefik (opt-in), and AuthURL the listener's
+	// URL as Traefik reaches it.
+	Routes        func() []*plugin.Route
+	TraefikRoutes []string
+	AuthURL       string
+}
+
+// Server is the forward-auth listener's handler.
+type Server struct {
+	access  http.Handler // a plugin.Gateway with AccessOnly
+	trusted []netip.Prefix
+	holdMax time.Duration
+	log     *slog.Logger
+	answers *answerStore
+
+	routes        func() []*plugin.Route
+	traefikRoutes map[string]bool
+	authURL       string
+}
+
+// New returns the handler; access runs the routes' access steps without
+// proxying (a plugin.Gateway built with AccessOnly).
+func New(access http.Handler, opts Options) *Server {
+	s := &Server{access: access, trusted: opts.Trusted, holdMax: opts.HoldMax, log: opts.Logger, answers: newAnswerStore(),
+		routes: opts.Routes, traefikRoutes: map[string]bool{}, authURL: opts.AuthURL}
+	for _, id := range opts.TraefikRoutes {
+		s.traefikRoutes[id] = true
+	}
+	if len(s.trusted) == 0 {
+		s.trusted = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	}
+	if s.holdMax <= 0 {
+		s.holdMax = DefaultHoldMax
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// ServeHTTP answers the proxies' auth calls.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.isTrusted(r.RemoteAddr) {
+		http.Error(w, "forbidden: this address is not in node.auth_trusted_proxies", http.StatusForbidden)
+		return
+	}
+	switch {
+	case r.URL.Path == PathAuth:
+		s.auth(w, r, false)
+	case r.URL.Path == PathNginx:
+		s.auth(w, r, true)
+	case r.URL.Path == PathTraefik:
+		s.serveTraefik(w)
+	case strings.HasPrefix(r.URL.Path, pathAnswer):
+		s.serveAnswer(w, strings.TrimPrefix(r.URL.Path, pathAnswer))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) isTrusted(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, p := range s.trusted {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// auth runs the access steps for the forwarded request. nginx turns every
+// refusal into a 401 whose answer is stored for nginx to fetch.
+func (s *Server) auth(w http.ResponseWriter, r *http.Request, nginx bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.holdMax)
+	defer cancel()
+	orig, err := original(ctx, r)
+	if err != nil {
+		http.Error(w, "bad forwarded request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	rec := newRecorder(w, !nginx)
+	if s.run(rec, orig) {
+		// The hold reached auth_hold_max (or the proxy left): the app still
+		// wakes; the client is told to come back, as the unavailable answer does.
+		if r.Context().Err() != nil {
+			return
+		}
+		rec.stillWaking()
+	}
+	if !nginx {
+		return
+	}
+	if rec.allowed() {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	id := s.answers.put(rec.answer())
+	w.Header().Set(HeaderAnswerStatus, itoa(rec.status))
+	w.Header().Set(HeaderAnswer, pathAnswer+id)
+	w.WriteHeader(http.StatusUnauthorized)
+}
+
+// run runs the access gateway on orig; aborted reports that it gave no answer
+// (its context ended: the hold was cut short).
+func (s *Server) run(rec *recorder, orig *http.Request) (aborted bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			aborted = !rec.wrote
+		}
+	}()
+	s.access.ServeHTTP(rec, orig)
+	return !rec.wrote
+}
+
+// serveAnswer gives the stored answer id once, with its real status.
+func (s *Server) serveAnswer(w http.ResponseWriter, id string) {
+	a, ok := s.answers.take(id)
+	if !ok {
+		http.Error(w, "no such answer (each is served once, within a minute)", http.StatusGone)
+		return
+	}
+	for k, vs := range a.header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(a.status)
+	w.Write(a.body) //nolint:errcheck // a proxy gone is not our error
+}
+
+// original is the request the proxy asks about, from its X-Forwarded-* headers:
+// method, host, URI, scheme and client. Its other headers (Accept, the reaper
+// header, User-Agent, …) are the proxy's copies of the client's.
+func original(ctx context.Context, r *http.Request) (*http.Request, error) {
+	method := strings.ToUpper(r.Header.Get("X-Forwarded-Method"))
+	if method == "" {
+		method = http.MethodGet
+	}
+	uri := r.Header.Get("X-Forwarded-Uri")
+	if uri == "" {
+		uri = "/"
+	}
+	u, err := url.ParseRequestURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	host := r.Header.Get("X-Forwarded-Host")
+	if host == "" {
+		host = r.Host
+	}
+	h := r.Header.Clone()
+	for _, k := range []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "Content-Length", "Connection", "Upgrade"} {
+		delete(h, k)
+	}
+	o := (&http.Request{
+		Method: method, URL: u, RequestURI: uri, Host: host, Header: h,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: http.NoBody, RemoteAddr: r.RemoteAddr,
+	}).WithContext(ctx)
+	return o, nil
+}
