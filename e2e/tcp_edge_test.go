@@ -22,9 +22,8 @@ type playedApp struct {
 	addr string
 	p    *reaperProc
 
-	mu   sync.Mutex
-	got  [][]byte // what each connection to the app carried
-	done chan struct{}
+	mu  sync.Mutex
+	got [][]byte // what each connection to the app carried
 }
 
 func startPlayedApp(t *testing.T) *playedApp {
