@@ -23,7 +23,7 @@ func (c *Config) Warnings() []string {
 		out = append(out, fmt.Sprintf("node.admin_token: is %d characters long; use at least %d random ones "+
 			"(whoever reaches the admin listener, or a route's preview, can guess at it, 5 tries a minute per address)", l, minAdminToken))
 	}
-	if n.AdminListen != "" && !loopbackAddr(n.AdminListen) && (c.Cluster == nil || c.Cluster.TLS == nil) {
+	if n.AdminListen != "" && !LoopbackAddr(n.AdminListen) && (c.Cluster == nil || c.Cluster.TLS == nil) {
 		out = append(out, fmt.Sprintf("node.admin_listen: %s is reachable from other machines and serves plain HTTP "+
 			"(it has HTTPS only with cluster.tls): the admin token and the dashboard's session cookie cross the network "+
 			"readable; listen on 127.0.0.1 behind a proxy that speaks TLS, or set cluster.tls", strconv.Quote(n.AdminListen)))
@@ -31,10 +31,10 @@ func (c *Config) Warnings() []string {
 	return out
 }
 
-// loopbackAddr reports whether addr (host:port) listens on a loopback address
+// LoopbackAddr reports whether addr (host:port) listens on a loopback address
 // only: an empty or unspecified host listens on every address, and a host
 // name other than localhost may resolve anywhere.
-func loopbackAddr(addr string) bool {
+func LoopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reapergw/reaper/internal/flock"
 )
 
 // dataLockName is the file in node.data_dir that one running node holds an
@@ -33,7 +35,7 @@ func lockDataDir(dir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node.data_dir: %w", err)
 	}
-	if err := flockFile(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flock.Lock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		holder := readLockPID(f)
 		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
@@ -57,23 +59,4 @@ func readLockPID(f *os.File) string {
 		return "pid " + strconv.Itoa(pid)
 	}
 	return "a process"
-}
-
-func flockFile(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			ferr = unix.Flock(int(fd), how)
-			if !errors.Is(ferr, unix.EINTR) {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return ferr
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"net"
-	"net/netip"
 	"slices"
 
 	"github.com/reapergw/reaper/config"
@@ -24,7 +22,7 @@ func warnPlaintextCluster(log *slog.Logger, cfg *config.Config) {
 	}
 	var exposed []string
 	for _, a := range addrs {
-		if a != "" && !loopback(a) && !slices.Contains(exposed, a) {
+		if a != "" && !config.LoopbackAddr(a) && !slices.Contains(exposed, a) {
 			exposed = append(exposed, a)
 		}
 	}
@@ -36,19 +34,4 @@ func warnPlaintextCluster(log *slog.Logger, cfg *config.Config) {
 		"connection taken over once the cluster secret has opened it; set cluster.tls {cert, key, ca} on every "+
 		"node (docs/cluster.md, \"Encrypting cluster traffic\")",
 		"addresses", exposed)
-}
-
-// loopback reports whether addr (host:port) is on a loopback address, which no
-// other machine can reach. A host name other than localhost may resolve anywhere,
-// and an empty or unspecified host listens on every address: neither is.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }

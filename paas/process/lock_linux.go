@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reapergw/reaper/internal/flock"
 )
 
 // lockName is the file under <data_dir>/process that tells a running driver: each
@@ -34,7 +36,7 @@ func lockShared(pidDir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("process: data directory: %w", err)
 	}
-	if err := flock(f, unix.LOCK_SH|unix.LOCK_NB); err != nil {
+	if err := flock.Lock(f, unix.LOCK_SH|unix.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, ErrStopping
@@ -51,7 +53,7 @@ func lockExclusive(pidDir string) (f *os.File, held bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if err := flock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flock.Lock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, true, nil
@@ -59,25 +61,6 @@ func lockExclusive(pidDir string) (f *os.File, held bool, err error) {
 		return nil, false, err
 	}
 	return f, false, nil
-}
-
-func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			ferr = unix.Flock(int(fd), how)
-			if !errors.Is(ferr, unix.EINTR) {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return ferr
 }
 
 // lockHolders returns the pids that hold a flock on the lock file of pidDir, from
