@@ -38,7 +38,8 @@
 //     liveevents.go: the waiting page's live progress stream, and progress.go:
 //     how far a wake went, as the page shows it.
 //   - heldrequest.go: a held request, from the plugin's side (its body,
-//     parking, the answer once its hold ends); hold.go: the node's holds and the
+//     parking, the answer once its hold ends), held through the plugin's own
+//     Route (port.go); hold.go: the node's holds and the
 //     per-app waiter loop that releases them; release.go: a crowd released at
 //     the pace its app can take; resend.go: a released request sent again
 //     when its just-woken app drops its connection; wakelimit.go: the wake
@@ -53,9 +54,11 @@
 //     wakeask.go (coalesced wake asks) and hold.go together; awake.go: why an
 //     app is awake (who moved its idle clock); eta.go: the learned ETA of a
 //     wake.
-//   - port.go: the same holds, traffic and wake asks for transports other
-//     than HTTP (package tcproute): a Route claimed on an app, with no
-//     *plugin.Exchange.
+//   - port.go: the holds, traffic and wake asks of a Route claimed on an
+//     app, with no *plugin.Exchange: HTTP (heldrequest.go) is its first user,
+//     TCP (package tcproute) the next; porthold.go: the hold in its parts
+//     (Wait, StartHold for a parked caller, HoldEnd with the record it ended
+//     on) for a transport that decides its own answers.
 //
 // The stores:
 //

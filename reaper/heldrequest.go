@@ -11,7 +11,8 @@ import (
 // A held request, from the plugin's side: its small body is read, then it waits
 // (parked off its goroutine when the gateway can park it, on its goroutine
 // otherwise) until its hold ends, and is answered by how the hold ended
-// (afterHold): sent to the app, or given a 503 or 504 that says why.
+// (afterHold): sent to the app, or given a 503 or 504 that says why. It holds
+// through the route's port (p.route, port.go), as a TCP route does.
 
 // holdThenAdmit holds the request until its app is ready, then lets it through;
 // or answers it if the hold ends otherwise.
@@ -25,11 +26,11 @@ func (p *Plugin) holdThenAdmit(ex *plugin.Exchange) (*plugin.Answer, error) {
 		return &plugin.Answer{Status: StatusClientClosed}, nil
 	}
 	for {
-		res, rec := p.wait(ex, deadline)
-		if res == holdParked {
+		end, parked := p.wait(ex, deadline)
+		if parked {
 			return nil, plugin.ErrParked
 		}
-		if answer, done := p.afterHold(ex, res, rec); done {
+		if answer, done := p.afterHold(ex, end); done {
 			return answer, nil
 		}
 	}
@@ -50,11 +51,11 @@ func (p *Plugin) bufferHeldBody(ex *plugin.Exchange, deadline time.Time) error {
 	if r.ContentLength > 0 {
 		want = min(want, r.ContentLength)
 	}
-	if !p.engine.holds.reserveBody(want) {
+	if !p.route.ReserveBody(want) {
 		return nil
 	}
 	ex.SetValue(bodyReservedKey{}, true)
-	ex.OnDone(func() { p.engine.holds.releaseBody(want) })
+	ex.OnDone(func() { p.route.ReleaseBody(want) })
 	// A client that sends its body slowly must not keep a goroutine past the
 	// fail timeout either: its connection is closed then.
 	_ = ex.SetReadDeadline(deadline)
@@ -71,11 +72,10 @@ type (
 )
 
 // wait holds the request until its app is ready, or the hold ends otherwise. A
-// request the gateway can park waits off its goroutine (holdParked): its hold's
-// result resumes it. Others wait here. It returns how the hold ended and the
-// app's record it ended on.
-func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) (holdResult, *Record) {
-	holds, a := p.engine.holds, p.app
+// request the gateway can park waits off its goroutine (parked): its hold's
+// end resumes it. Others wait here. It returns how the hold ended.
+func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) (end HoldEnd, parked bool) {
+	r := p.route
 	if !ex.CanPark() {
 		// An HTTP/1 client whose body is not read yet is not watched by
 		// net/http: the gateway watches it, so that one that leaves frees its
@@ -83,20 +83,20 @@ func (p *Plugin) wait(ex *plugin.Exchange, deadline time.Time) (holdResult, *Rec
 		ctx, gone := context.WithCancel(ex.Context())
 		defer gone()
 		defer ex.WatchHangUp(gone)()
-		return holds.wait(ctx, a, p.MaxHeld, p.readyDelay, p.FailTimeout.D(), deadline)
+		return r.Wait(ctx, deadline), false
 	}
-	ph := newParkedHold(func() { holds.releaseEnded(a, true) })
-	h, res, rec := holds.start(a, p.MaxHeld, p.readyDelay, p.FailTimeout.D(), deadline, ph.settle)
-	if h == nil {
-		return res, rec
+	ph := newParkedHold(func() { r.GiveBack(true) })
+	cancel, end, started := r.StartHold(deadline, ph.settle)
+	if !started {
+		return end, false
 	}
-	pk := ex.Park(func() { holds.cancel(a, h) })
+	pk := ex.Park(func() { cancel() })
 	if pk == nil { // the connection could not be taken over: wait here
-		return holds.await(ex.Context(), a, h, ph.ch)
+		return ph.await(ex.Context(), cancel), false
 	}
 	ex.SetValue(parkedKey{}, ph)
 	ph.park(pk)
-	return holdParked, nil
+	return HoldEnd{}, true
 }
 
 // resumedHold returns the hold of a parked request that was resumed, once.
@@ -108,47 +108,67 @@ func resumedHold(ex *plugin.Exchange) *parkedHold {
 	return ph
 }
 
-// afterHold answers for a hold's result, and rec, the app's record the hold
-// ended on; done false means hold again (the app was put back to sleep between
-// its release and now).
-func (p *Plugin) afterHold(ex *plugin.Exchange, res holdResult, rec *Record) (answer *plugin.Answer, done bool) {
-	if res != holdGone && res != holdReady && res != holdParked {
-		p.engine.observer.HeldWait(p.app.id, time.Since(ex.Start))
-	}
-	ex.Outcome = holdOutcomes[res]
-	switch res {
-	case holdReleased, holdReady:
+// afterHold answers for how a hold ended (and the app's record it ended on);
+// done false means hold again (the app was put back to sleep between its
+// release and now).
+func (p *Plugin) afterHold(ex *plugin.Exchange, end HoldEnd) (answer *plugin.Answer, done bool) {
+	p.route.ObserveHeld(ex.Start, end)
+	ex.Outcome = heldOutcome(end)
+	rec := end.Rec
+	switch end.Err {
+	case nil:
 		if _, admitted := p.admit(ex); !admitted {
-			if res == holdReleased {
-				p.engine.holds.releaseEnded(p.app, true) // asleep again: nothing went
+			if end.Released {
+				p.route.GiveBack(true) // asleep again: nothing went
 			}
 			return nil, false
 		}
 		// Right after a wake, the app may take its connection and drop it:
 		// it is sent again (resend.go).
 		p.resendReleased(ex)
-		if res == holdReleased {
+		if end.Released {
 			// Its place in the release window is given back when the app's
 			// answer begins (TransformResponse), or when it ends without one.
-			crowded := p.engine.holds.held.Load() > p.engine.holds.crowdedAbove && ex.Request.ProtoMajor == 1
+			crowded := p.route.Crowded() && ex.Request.ProtoMajor == 1
 			ex.SetValue(releasedKey{}, &releasedPlace{closeAfter: crowded})
 			ex.OnDone(func() { p.giveBackPlace(ex, false) })
 		}
 		return nil, true
-	case holdFailed:
+	case ErrAppFailed:
 		return p.failedAnswer(ex, rec), true
-	case holdTimedOut:
-		st := p.app.status()
+	case ErrHoldTimeout:
+		st := p.route.Status()
 		if rec != nil {
 			st = rec.Status // as it was when the holds timed out together (hold.go timedOut)
 		}
 		return p.timeoutAnswer(ex, st), true
-	case holdTooMany:
-		return p.tooManyAnswer(ex, p.app.status()), true
-	case holdShutdown:
-		return p.shutdownAnswer(ex, p.app.status()), true
-	default: // holdGone: nobody to answer
+	case ErrTooManyHeld:
+		return p.tooManyAnswer(ex, p.route.Status()), true
+	case ErrShuttingDown:
+		return p.shutdownAnswer(ex, p.route.Status()), true
+	default: // ErrCallerGone: nobody to answer
 		return &plugin.Answer{Status: StatusClientClosed}, true
+	}
+}
+
+// heldOutcome labels a request by how its hold ended (plugin.Exchange.Outcome).
+func heldOutcome(end HoldEnd) string {
+	switch end.Err {
+	case nil:
+		if end.Released {
+			return OutcomeHeldThenProxied
+		}
+		return ""
+	case ErrAppFailed:
+		return OutcomeError
+	case ErrHoldTimeout:
+		return OutcomeTimeout
+	case ErrTooManyHeld:
+		return OutcomeTooManyHeld
+	case ErrShuttingDown:
+		return OutcomeUnavailable
+	default:
+		return OutcomeClientClosed
 	}
 }
 
@@ -169,7 +189,7 @@ func (p *Plugin) giveBackPlace(ex *plugin.Exchange, ok bool) *releasedPlace {
 		return nil
 	}
 	rp.given = true
-	p.engine.holds.releaseEnded(p.app, ok)
+	p.route.GiveBack(ok)
 	return rp
 }
 
@@ -181,37 +201,51 @@ const StatusClientClosed = 499
 // its result resumes the parked request, which reads it when the gateway runs the
 // plugin again; a request that could not be parked after all waits on ch.
 type parkedHold struct {
-	ch   chan holdEnd // capacity 1
+	ch   chan HoldEnd // capacity 1
 	lost func()       // gives back a release window's place when the client left as it was released
 
 	mu      sync.Mutex
 	pk      *plugin.Parked
-	end     holdEnd
+	end     HoldEnd
 	settled bool
 }
 
 func newParkedHold(lost func()) *parkedHold {
-	return &parkedHold{ch: make(chan holdEnd, 1), lost: lost}
+	return &parkedHold{ch: make(chan HoldEnd, 1), lost: lost}
 }
 
-// settle is the holder's done function.
-func (ph *parkedHold) settle(r holdResult, rec *Record) {
+// settle is the hold's done function (Route.StartHold).
+func (ph *parkedHold) settle(end HoldEnd) {
 	ph.mu.Lock()
-	ph.end, ph.settled = holdEnd{r, rec}, true
+	ph.end, ph.settled = end, true
 	pk := ph.pk
 	ph.mu.Unlock()
 	if pk != nil {
-		ph.resume(pk, r)
+		ph.resume(pk, end)
 		return
 	}
-	ph.ch <- holdEnd{r, rec}
+	ph.ch <- end
 }
 
-// resume resumes the parked request, whose hold ended with r. Resume is false
+// await waits on the request's goroutine, when it could not be parked, for the
+// hold's end or ctx's; cancel withdraws the hold (Route.StartHold).
+func (ph *parkedHold) await(ctx context.Context, cancel func() bool) HoldEnd {
+	select {
+	case end := <-ph.ch:
+		return end
+	case <-ctx.Done():
+		if cancel() {
+			return HoldEnd{Err: ErrCallerGone}
+		}
+		return <-ph.ch
+	}
+}
+
+// resume resumes the parked request, whose hold ended with end. Resume is false
 // only when the client left: nobody to answer, and a release window's place to
 // give back.
-func (ph *parkedHold) resume(pk *plugin.Parked, r holdResult) {
-	if !pk.Resume() && r == holdReleased {
+func (ph *parkedHold) resume(pk *plugin.Parked, end HoldEnd) {
+	if !pk.Resume() && end.Released {
 		ph.lost()
 	}
 }
@@ -220,16 +254,16 @@ func (ph *parkedHold) resume(pk *plugin.Parked, r holdResult) {
 func (ph *parkedHold) park(pk *plugin.Parked) {
 	ph.mu.Lock()
 	ph.pk = pk
-	settled, r := ph.settled, ph.end.res
+	settled, end := ph.settled, ph.end
 	ph.mu.Unlock()
 	if settled {
-		ph.resume(pk, r)
+		ph.resume(pk, end)
 	}
 }
 
-// result is how the hold ended, and the app's record it ended on.
-func (ph *parkedHold) result() (holdResult, *Record) {
+// result is how the hold ended.
+func (ph *parkedHold) result() HoldEnd {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	return ph.end.res, ph.end.rec
+	return ph.end
 }

@@ -76,13 +76,7 @@ const (
 	holdGone                       // the client went away
 	holdTooMany                    // max_held reached on this node
 	holdShutdown                   // this node is shutting down
-	holdParked                     // the request waits off its goroutine (plugin.ErrParked)
 )
-
-// holdOutcomes labels a request by how its hold ended (plugin.Exchange.Outcome).
-var holdOutcomes = [...]string{holdReleased: OutcomeHeldThenProxied, holdReady: "", holdFailed: OutcomeError,
-	holdTimedOut: OutcomeTimeout, holdGone: OutcomeClientClosed, holdTooMany: OutcomeTooManyHeld,
-	holdShutdown: OutcomeUnavailable, holdParked: ""}
 
 // A holder is one request waiting for its app.
 type holder struct {

@@ -36,6 +36,7 @@ type Plugin struct {
 	Config
 
 	engine     *Engine
+	route      *Route // the port's claim on the app: holds (heldrequest.go)
 	app        *app
 	routeID    string
 	routeName  string
@@ -74,7 +75,8 @@ func (p *Plugin) Provision(ctx plugin.ProvisionContext) error {
 	if p.ReadyDelay != nil {
 		p.readyDelay = p.ReadyDelay.D()
 	}
-	engine.Register(p.routeID, p.routeName, &p.Config, ctx.DropIdleConnections)
+	// Its requests are held through the port, as a TCP route's connections are.
+	p.route = engine.claim(p.routeID, p.routeName, &p.Config, ctx.DropIdleConnections)
 	p.app = engine.app(p.AppID)
 	return nil
 }
@@ -121,8 +123,7 @@ func (p *Plugin) Cleanup() error {
 func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 	if ph := resumedHold(ex); ph != nil {
 		// A parked request resumed: its hold has ended.
-		res, rec := ph.result()
-		if answer, done := p.afterHold(ex, res, rec); done {
+		if answer, done := p.afterHold(ex, ph.result()); done {
 			return answer, nil
 		}
 		return p.holdThenAdmit(ex)
@@ -283,8 +284,7 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (plugin.DialAction, *plugin.Answer) {
 	if ph := resumedHold(ex); ph != nil {
 		// A request parked after the failure resumed: its hold has ended.
-		res, rec := ph.result()
-		if answer, done := p.afterHold(ex, res, rec); done {
+		if answer, done := p.afterHold(ex, ph.result()); done {
 			return dialAction(answer, nil)
 		}
 		return dialAction(p.holdThenAdmit(ex))

@@ -6,14 +6,15 @@ import (
 	"time"
 )
 
-// The port: what a transport other than HTTP (a TCP route, package tcproute)
-// needs of the Engine, with no *plugin.Exchange and none of the Engine's
-// unexported state. A transport claims an app for one of its routes and gets a
-// Route, through which it reads the app's status, holds its callers until the
-// app is up, counts its traffic and asks for wakes, exactly as the reaper plugin
-// does for HTTP: the same holds (one waiter loop per app, the same max_held and
-// release pace), the same traffic counters (a connection open is a request in
-// flight), the same coalesced wake asks (to the leader, in a cluster).
+// The port: what a transport needs of the Engine, with no *plugin.Exchange and
+// none of the Engine's unexported state. A transport claims an app for one of
+// its routes and gets a Route, through which it reads the app's status, holds
+// its callers until the app is up, counts its traffic and asks for wakes. HTTP
+// is its first user (the reaper plugin holds its requests through its Route,
+// heldrequest.go), a TCP route (package tcproute) the next: the same holds (one
+// waiter loop per app, the same max_held and release pace), the same traffic
+// counters (a connection open is a request in flight), the same coalesced wake
+// asks (to the leader, in a cluster).
 
 // Why a hold ended without the app being up (Route.Hold).
 var (
@@ -27,6 +28,9 @@ var (
 	ErrTooManyHeld = errors.New("reaper: too many callers held for the app")
 	// ErrShuttingDown: this node is shutting down.
 	ErrShuttingDown = errors.New("reaper: this node is shutting down")
+	// ErrCallerGone: the caller's context ended, or its hold was cancelled,
+	// before the hold ended (Route.Wait).
+	ErrCallerGone = errors.New("reaper: the caller went away while held")
 )
 
 // Route is a transport's claim on an app: one route that manages it. It is
@@ -45,7 +49,13 @@ type Route struct {
 // must have been validated (Config.Validate) and must not change afterwards.
 // A transport calls it once per route, when it starts listening.
 func (e *Engine) Claim(routeID, routeName string, cfg *Config) *Route {
-	e.Register(routeID, routeName, cfg, nil)
+	return e.claim(routeID, routeName, cfg, nil)
+}
+
+// claim is Claim with the route's dropIdle (Register): the reaper plugin's,
+// which closes its idle connections to the app's backends.
+func (e *Engine) claim(routeID, routeName string, cfg *Config, dropIdle func()) *Route {
+	e.Register(routeID, routeName, cfg, dropIdle)
 	r := &Route{e: e, a: e.app(cfg.AppID), cfg: cfg, routeID: routeID, readyDelay: e.opts.readyDelay(cfg.AppID)}
 	if cfg.ReadyDelay != nil {
 		r.readyDelay = cfg.ReadyDelay.D()
@@ -80,30 +90,22 @@ func (r *Route) Hold(ctx context.Context, deadline time.Time) (done func(ok bool
 	if r.a.status().Asleep() {
 		r.AskWake()
 	}
-	res, _ := r.e.holds.wait(ctx, r.a, r.cfg.MaxHeld, r.readyDelay, r.cfg.FailTimeout.D(), deadline)
-	if res != holdGone && res != holdReady {
-		r.e.observer.HeldWait(r.a.id, time.Since(start))
-	}
+	end := r.Wait(ctx, deadline)
+	r.ObserveHeld(start, end)
 	noop := func(bool) {}
-	switch res {
-	case holdReleased:
+	switch {
+	case end.Released:
 		var given bool
 		return func(ok bool) {
 			if !given {
 				given = true
-				r.e.holds.releaseEnded(r.a, ok)
+				r.GiveBack(ok)
 			}
 		}, nil
-	case holdReady:
+	case end.Err == nil:
 		return noop, nil
-	case holdFailed:
-		return noop, ErrAppFailed
-	case holdTimedOut:
-		return noop, ErrHoldTimeout
-	case holdTooMany:
-		return noop, ErrTooManyHeld
-	case holdShutdown:
-		return noop, ErrShuttingDown
+	case end.Err != ErrCallerGone:
+		return noop, end.Err
 	}
 	if err := ctx.Err(); err != nil {
 		return noop, err

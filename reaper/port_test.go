@@ -208,3 +208,46 @@ func TestPort_AnsweredEndsTheWakesPhasesOnce(t *testing.T) {
 		}
 	})
 }
+
+// StartHold holds a caller off its goroutine (a parked HTTP request): its done
+// gets how the hold ended and the record it ended on, from which HTTP decides
+// its 503; a cancelled hold frees its place and never calls done.
+func TestPort_StartHoldEndsWithItsRecordOrIsCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("db")
+		fake.FailNext("start", paas.ErrStartFailed)
+		e := newEnv(t, fake, "")
+		r := e.claim(config("db"))
+		e.start()
+		defer e.stop()
+		settle()
+
+		called := make(chan HoldEnd, 1)
+		cancel, _, started := r.StartHold(time.Now().Add(time.Minute), func(end HoldEnd) { called <- end })
+		if !started {
+			t.Fatal("a hold on an app that is down ended at once")
+		}
+		if !cancel() {
+			t.Fatal("cancel of a pending hold said it had ended")
+		}
+		if n := r.a.held.Load(); n != 0 {
+			t.Errorf("held = %d after the hold was cancelled", n)
+		}
+
+		ends := make(chan HoldEnd, 1)
+		if _, _, started := r.StartHold(time.Now().Add(time.Minute), func(end HoldEnd) { ends <- end }); !started {
+			t.Fatal("a hold on an app that is down ended at once")
+		}
+		r.AskWake()
+		end := <-ends
+		if !errors.Is(end.Err, ErrAppFailed) || end.Released || end.Rec == nil || end.Rec.Status != StatusError || !end.Waited() {
+			t.Errorf("end = %+v (record %+v), want ErrAppFailed on the record in Error, waited", end, end.Rec)
+		}
+		settle()
+		select {
+		case end := <-called:
+			t.Errorf("the cancelled hold's done was called: %+v", end)
+		default:
+		}
+	})
+}
