@@ -49,8 +49,10 @@ func newPGCluster(dir string) (*pgCluster, error) {
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		// Its parents must let it through: the bench's temporary directory is
-		// private to root.
-		for d := dir; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()); d = filepath.Dir(d) {
+		// private to root. Those below the system's temporary directory only:
+		// that one is world-writable and sticky, and must stay so for every
+		// other user of the machine.
+		for d := dir; strings.HasPrefix(d, os.TempDir()+string(filepath.Separator)); d = filepath.Dir(d) {
 			_ = os.Chmod(d, 0o755)
 		}
 		if err := os.Chown(dir, uid, gid); err != nil {
