@@ -29,8 +29,8 @@ const errorLookEvery = time.Second
 
 // checkErrorForced: for each app the fault put in Error, its history says so
 // with a cause; while in Error the platform got neither a start nor a stop for
-// it, and no more calls about it than one per job pass (the job's looks, no
-// storm); after the operator's sleep --force, one stop until the app was seen
+// it, and no more calls about it than errorLookEvery allows (the looks the
+// nodes ask and the job's own, no storm); after the operator's sleep --force, one stop until the app was seen
 // stopped (none when the platform showed it down throughout), within
 // forcedBound.
 func checkErrorForced(o *observation, c *checkResult) {
