@@ -23,8 +23,13 @@ import (
 // status is GET /api/cluster?probe=false (the Raft view, at once) on the node's
 // admin listener.
 func (e *clusterEnv) status(n *clusterNode) (leader.Status, error) {
+	return e.clusterStatus(n, "/api/cluster?probe=false")
+}
+
+// clusterStatus is GET path, one of /api/cluster's, on the node's admin listener.
+func (e *clusterEnv) clusterStatus(n *clusterNode, path string) (leader.Status, error) {
 	var st leader.Status
-	req, _ := http.NewRequest("GET", e.adminURL(n, "/api/cluster?probe=false"), nil)
+	req, _ := http.NewRequest("GET", e.adminURL(n, path), nil)
 	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
 	resp, err := e.admin.Do(req)
 	if err != nil {
@@ -36,7 +41,7 @@ func (e *clusterEnv) status(n *clusterNode) (leader.Status, error) {
 		return st, err
 	}
 	if resp.StatusCode != 200 {
-		return st, fmt.Errorf("GET /api/cluster: %d %s", resp.StatusCode, body)
+		return st, fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, body)
 	}
 	return st, json.Unmarshal(body, &st)
 }

@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,22 +15,7 @@ import (
 // probedStatus is GET /api/cluster on the node's admin listener: each member
 // probed, as the dashboard asks for it.
 func (e *clusterEnv) probedStatus(n *clusterNode) (leader.Status, error) {
-	var st leader.Status
-	req, _ := http.NewRequest("GET", e.adminURL(n, "/api/cluster"), nil)
-	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
-	resp, err := e.admin.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return st, err
-	}
-	if resp.StatusCode != 200 {
-		return st, fmt.Errorf("GET /api/cluster: %d %s", resp.StatusCode, body)
-	}
-	return st, json.Unmarshal(body, &st)
+	return e.clusterStatus(n, "/api/cluster")
 }
 
 // memberOf is the member id of a status; nil when it is not listed.
