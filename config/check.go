@@ -42,6 +42,8 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
 	managed := c.checkReaperApps(d, errs)
 	c.checkTCPRoutes(managed, errs)
+	c.checkGroups(managed, errs)
+	c.checkDependsOn(errs)
 	c.checkWebhookApps(managed, errs)
 	c.checkTraefikRoutes(errs)
 }

@@ -33,6 +33,8 @@ type Config struct {
 	Events  Events               `yaml:"events"`
 	// TCPRoutes are ports that wake their app on a connection (package tcproute).
 	TCPRoutes []tcproute.Config `yaml:"tcp_routes"`
+	// Groups are apps that wake together and sleep together (groups.go).
+	Groups []Group `yaml:"groups"`
 }
 
 // Node is this copy of reaper: where it listens and keeps its data.

@@ -255,8 +255,15 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		}
 	}
 	p.engine = reaper.NewEngine(opts)
+	p.engine.SetTopology(topology(cfg))
 	p.runners = append(p.runners, p.engine.Run)
 	return nil
+}
+
+// topology is what the engine takes of groups[] and of the apps' depends_on.
+func topology(cfg *config.Config) reaper.Topology {
+	deps := cfg.DependsOn()
+	return reaper.Topology{Groups: cfg.ReaperGroups(), DependsOn: func(id string) []string { return deps[id] }}
 }
 
 // joinCluster starts this node's Raft member, when the configuration names a
