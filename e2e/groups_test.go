@@ -35,7 +35,9 @@ func logIndex(p *reaperProc, pred func(map[string]any) bool) int {
 }
 
 func statusChanged(app, to string) func(map[string]any) bool {
-	return func(l map[string]any) bool { return l["msg"] == "app status changed" && l["app"] == app && l["to"] == to }
+	return func(l map[string]any) bool {
+		return l["msg"] == "app status changed" && l["app"] == app && l["to"] == to
+	}
 }
 
 func woken(app string) func(map[string]any) bool {

@@ -66,8 +66,8 @@ type Job struct {
 	// the decisions of groups and depends_on (jobgroup.go); guarded by mu.
 	managed  []ManagedApp
 	policies map[string]Policy
-	apiErr         throttle
-	prewake        prewakes
+	apiErr   throttle
+	prewake  prewakes
 }
 
 // unmanagedGrace is how long an app no route manages is kept awake and known before
