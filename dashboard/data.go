@@ -67,6 +67,8 @@ type indexData struct {
 	Cluster      *leader.Status // nil on a single node
 	ClusterErr   string
 	Savings      savings
+	Groups       []groupRow // groups.go
+	GroupsErr    string
 }
 
 // loadIndex reads the apps page's parts at once.
@@ -91,6 +93,8 @@ func (d *Dashboard) loadIndex(ctx context.Context) indexData {
 	})
 	wg.Go(func() { v.Cluster, v.ClusterErr = d.cluster(ctx) })
 	wg.Go(func() { v.Savings = d.savingsOf(ctx, "") })
+	var groups []reaper.GroupView
+	wg.Go(func() { groups, v.GroupsErr = d.loadGroups(ctx) })
 	if d.opts.HeldElsewhere != nil {
 		wg.Go(func() { held = d.opts.HeldElsewhere(ctx) })
 	}
@@ -98,6 +102,7 @@ func (d *Dashboard) loadIndex(ctx context.Context) indexData {
 	for _, a := range apps {
 		v.Apps = append(v.Apps, d.row(a, held))
 	}
+	v.Groups = groupRows(groups, v.Apps)
 	return v
 }
 

@@ -133,40 +133,78 @@ func (a *AdminAPI) getGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 // groupView builds a group's view: its members' views, and what DecideGroup
-// says of them now (with the traffic as this node knows it).
+// says of them now.
 func (a *AdminAPI) groupView(ctx context.Context, g Group) (GroupView, error) {
 	views, err := a.views(ctx, "")
 	if err != nil {
 		return GroupView{}, err
 	}
 	order := a.Engine.StartOrder(g)
-	policies := map[string]Policy{}
-	for _, m := range a.Engine.Managed() {
-		policies[m.App.ID] = m.Policy
-	}
-	open, _ := a.Engine.OpenEverywhere(ctx)
-	members := map[string]Member{}
 	v := GroupView{GroupID: g.ID, Apps: order}
 	for _, id := range order {
 		i := slices.IndexFunc(views, func(v AppView) bool { return v.AppID == id })
 		if i < 0 {
-			v.Members = append(v.Members, AppView{AppID: id, Status: StatusWaitingForInit, Routes: []string{}, Managed: true})
+			v.Members = append(v.Members, AppView{AppID: id, Status: StatusWaitingForInit, Routes: []string{}, Managed: true, Group: g.ID})
 			continue
 		}
 		v.Members = append(v.Members, views[i])
-		if rec, ok := a.Engine.Record(id); ok {
-			in := Input{Busy: open[id] > 0}
-			if la := views[i].LastAccess; la != nil {
-				in.LastAccess = *la
-			}
-			members[id] = Member{Rec: rec, In: in, Policy: policies[id]}
-		}
 	}
-	st := DecideGroup(order, members, time.Now())
+	st := a.groupState(g, func(id string) (time.Time, int) {
+		for _, m := range v.Members {
+			if m.AppID == id && m.LastAccess != nil {
+				return *m.LastAccess, m.InFlight
+			}
+		}
+		return time.Time{}, 0
+	}, time.Now())
 	v.InUse, v.Why, v.NextToSleep, v.SleepAt = st.InUse, st.Why, st.NextToSleep, ptime(st.SleepAt)
 	v.GracePeriod = st.Grace.String()
 	v.Status = groupStatus(v.Members)
 	return v, nil
+}
+
+// groupState is DecideGroup over the group's members as this node knows
+// them, with their traffic as traffic gives it (last access, open requests).
+func (a *AdminAPI) groupState(g Group, traffic func(id string) (time.Time, int), now time.Time) GroupState {
+	policies := map[string]Policy{}
+	for _, m := range a.Engine.Managed() {
+		policies[m.App.ID] = m.Policy
+	}
+	members := map[string]Member{}
+	for _, id := range g.Apps {
+		if rec, ok := a.Engine.Record(id); ok {
+			la, open := traffic(id)
+			members[id] = Member{Rec: rec, In: Input{LastAccess: la, Busy: open > 0}, Policy: policies[id]}
+		}
+	}
+	return DecideGroup(a.Engine.StartOrder(g), members, now)
+}
+
+// withGroups names each member's group in its view, and gives an awake
+// member its group's time to sleep as its reap_at: it sleeps with the group.
+func (a *AdminAPI) withGroups(views []AppView, access map[string]time.Time, open map[string]int) {
+	now := time.Now()
+	for _, g := range a.Engine.Groups() {
+		var st *GroupState
+		for i := range views {
+			v := &views[i]
+			if !slices.Contains(g.Apps, v.AppID) {
+				continue
+			}
+			v.Group = g.ID
+			if v.Status != StatusUp {
+				continue
+			}
+			if st == nil {
+				s := a.groupState(g, func(id string) (time.Time, int) {
+					la, _ := a.Engine.LocalTraffic(id)
+					return latest(la, access[id]), open[id]
+				}, now)
+				st = &s
+			}
+			v.ReapAt = ptime(st.SleepAt)
+		}
+	}
 }
 
 func groupStatus(members []AppView) string {
