@@ -154,7 +154,8 @@ func DecideGroup(order []string, members map[string]Member, now time.Time) Group
 // ForMember is what the group's state says to one member (its GroupInput,
 // without StartAfter, which depends_on gives): wake it when the group is in use
 // and it sleeps (unless an operator put it to sleep by its own id since it was
-// last up); keep it while the group is in use; let it stop only in its turn.
+// last up); keep it from its idle clock while the group is in use; once the
+// group is idle, let it stop only in its turn.
 func (st GroupState) ForMember(rec Record) GroupInput {
 	var gi GroupInput
 	id := rec.AppID
@@ -163,8 +164,11 @@ func (st GroupState) ForMember(rec Record) GroupInput {
 		sleptByOperator := rec.SleepAsk != nil && !rec.SleepAsk.At.Before(rec.LastUpAt)
 		gi.Wake = st.InUse && !sleptByOperator
 	case StatusUp, StatusWaitingForShutdown:
+		// In use, the group keeps the member from its idle clock (an
+		// operator's sleep of the member alone still goes); idle, the group
+		// goes to sleep one member at a time, in the reverse order.
 		gi.Keep = st.InUse
-		if st.NextToSleep != "" && st.NextToSleep != id {
+		if !st.InUse && st.NextToSleep != "" && st.NextToSleep != id {
 			gi.StopAfter = st.NextToSleep
 		}
 	}
