@@ -116,22 +116,25 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	client := e.clientOf(r)
 	if wait, limited := e.failures.Limited(client, endpointDoor, now); limited {
+		e.refused(RefusedRateLimited)
 		tooMany(w, wait)
 		return
 	}
 	if ok, wait := e.calls.Allow(client, now); !ok {
+		e.refused(RefusedRateLimited)
 		tooMany(w, wait)
 		return
 	}
 	c := e.authorized(strings.TrimPrefix(r.URL.Path, WakePathPrefix), r.Header.Get("Authorization"))
 	if c == nil {
 		e.failures.Failed(client, endpointDoor, now)
+		e.refused(RefusedUnauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="reaper"`)
 		httpjson.Error(w, http.StatusUnauthorized, "unauthorized")
 		return
 	}
 	st := e.runner.states[c.ID]
-	st.set(func(v *View) { v.LastCheck = &now })
+	e.runner.looked(c, st, now, true, nil)
 	asked := e.runner.fire(r.Context(), c, st)
 	httpjson.Write(w, http.StatusAccepted, map[string]any{"trigger": c.ID, "asked": asked})
 }
@@ -160,4 +163,10 @@ func (e *Endpoint) authorized(id, authorization string) *Config {
 func tooMany(w http.ResponseWriter, wait time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Round(time.Second)/time.Second))))
 	httpjson.Error(w, http.StatusTooManyRequests, "too many calls: try again later")
+}
+
+func (e *Endpoint) refused(reason string) {
+	if o := e.runner.opts.Observer; o != nil {
+		o.TriggerRefused(reason)
+	}
 }

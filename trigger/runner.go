@@ -16,11 +16,13 @@ type Waker interface {
 	WakeFor(ctx context.Context, id, by string) (asked bool, err error)
 }
 
-// Observer is told what the triggers do (the metrics implement it). Results
-// of a look: "work", "none", "error".
+// Observer is told what the triggers do (the metrics implement it): each look
+// at a source with its result (ResultWork…), each wake asked, each call to the
+// producer endpoint refused with its reason (RefusedUnauthorized…).
 type Observer interface {
 	TriggerChecked(id, result string)
 	TriggerFired(id string)
+	TriggerRefused(reason string)
 }
 
 // Results of a look, as Observer is told them.
@@ -28,6 +30,9 @@ const (
 	ResultWork  = "work"
 	ResultNone  = "none"
 	ResultError = "error"
+
+	RefusedUnauthorized = "unauthorized"
+	RefusedRateLimited  = "rate_limited"
 )
 
 // Options configure a Runner.
