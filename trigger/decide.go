@@ -44,7 +44,9 @@ func dueBound(now time.Time, lead time.Duration) string {
 
 // logChange reports whether a look's error (empty: it worked) is worth a line
 // in the log, given the previous look's: once when a source starts failing,
-// once when its error changes, once when it works again; not at every poll.
+// once when it works again; not at every poll, nor when the failure's words
+// change (a server that goes down answers EOF, then "connection refused"):
+// the admin API and the dashboard show the last error.
 func logChange(prev, cur string) bool {
-	return prev != cur
+	return (prev == "") != (cur == "")
 }

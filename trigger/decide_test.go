@@ -59,17 +59,17 @@ func TestDueBound_IsNowPlusLeadInUnixSeconds(t *testing.T) {
 	}
 }
 
-func TestLogChange_OncePerChangeOfError(t *testing.T) {
-	// A source that fails, fails the same, fails otherwise, works, works.
-	seq := []string{"", "refused", "refused", "refused", "timeout", "", ""}
+func TestLogChange_OnceWhenFailingStartsAndOnceWhenItEnds(t *testing.T) {
+	// A source that fails, fails the same, fails otherwise, works, works, fails.
+	seq := []string{"", "EOF", "refused", "refused", "timeout", "", "", "refused"}
 	var logged []int
 	for i := 1; i < len(seq); i++ {
 		if logChange(seq[i-1], seq[i]) {
 			logged = append(logged, i)
 		}
 	}
-	if want := []int{1, 4, 5}; len(logged) != len(want) || logged[0] != 1 || logged[1] != 4 || logged[2] != 5 {
-		t.Fatalf("logged at looks %v, want %v (start failing, error changes, works again)", logged, want)
+	if want := []int{1, 5, 7}; len(logged) != len(want) || logged[0] != 1 || logged[1] != 5 || logged[2] != 7 {
+		t.Fatalf("logged at looks %v, want %v (starts failing, works again, fails again)", logged, want)
 	}
 }
 

@@ -203,7 +203,7 @@ func (r *Runner) looked(c *Config, st *state, now time.Time, work bool, err erro
 	st.mu.Unlock()
 	if logChange(prev, msg) {
 		if msg != "" {
-			r.log.Warn("a wake trigger cannot look at its source; it keeps trying, and says so again only when the error changes",
+			r.log.Warn("a wake trigger cannot look at its source; it keeps trying, and says so once it can (the dashboard shows the last error)",
 				"trigger", c.ID, "kind", c.Kind(), "err", msg)
 		} else {
 			r.log.Info("a wake trigger looks at its source again", "trigger", c.ID, "kind", c.Kind())
