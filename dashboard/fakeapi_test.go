@@ -35,7 +35,7 @@ type fakeAPI struct {
 	savings  any // nil: 404, as a node without the savings endpoints
 	refuse   map[string]string
 	calls    []call
-	storeErr string // when set, the apps and the settings answer 503 with it
+	storeErr string         // when set, the apps and the settings answer 503 with it
 	triggers []trigger.View // nil: 404, as a node without the triggers' list
 }
 
