@@ -55,7 +55,7 @@ func TestParse_Triggers(t *testing.T) {
 func TestParse_TriggerErrorsNameTheirFieldAndHideSecrets(t *testing.T) {
 	src := triggersBase + `triggers:
   - {id: jobs, wake: worker, redis_list: {addr: "localhost", key: ""}, every: 10ms}
-  - {id: jobs, wake: wroker, redis_due: {addr: "127.0.0.1:6379", key: s, lead: 30d}}
+  - {id: jobs, wake: wroker, redis_due: {addr: "127.0.0.1:6379", key: s, lead: 200h}}
   - {id: "bad id", wake: worker, sql: {dsn: "postgres://u:topsecret@[::1", query: " "}}
   - {id: h, wake: worker, http: {url: "ftp://x/?token=topsecret"}, redis_list: {addr: "127.0.0.1:1", key: k}}
   - {id: n, wake: worker, postgres_notify: {dsn: "postgres://127.0.0.1/db"}}
