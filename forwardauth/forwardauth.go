@@ -6,6 +6,12 @@
 // plugin's classification, monitoring filters, waiting page, hold or unavailable
 // answer — on a gateway that never proxies (plugin.GatewayOptions.AccessOnly),
 // so the answers are the gateway's own, from the same code.
+//
+// It never reaches the engine itself: the access gateway runs the router the
+// gateway runs, the same plugin instances, so the reaper plugin of a route
+// holds, counts and asks for wakes through that route's one claim on its app
+// (the port, reaper.Route, as a TCP route does), behind the route's own access
+// steps (authentication first: an anonymous request wakes nothing).
 package forwardauth
 
 import (
