@@ -19,6 +19,7 @@ import (
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/tcproute"
+	"github.com/reapergw/reaper/trigger"
 	"github.com/reapergw/reaper/webhook"
 )
 
@@ -35,6 +36,8 @@ type Config struct {
 	TCPRoutes []tcproute.Config `yaml:"tcp_routes"`
 	// Groups are apps that wake together and sleep together (groups.go).
 	Groups []Group `yaml:"groups"`
+	// Triggers wake apps that no request wakes (package trigger).
+	Triggers []trigger.Config `yaml:"triggers"`
 }
 
 // Node is this copy of reaper: where it listens and keeps its data.

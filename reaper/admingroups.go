@@ -50,13 +50,17 @@ func (e *Engine) Wake(ctx context.Context, id, by, cause string) ([]string, erro
 	return apps, nil
 }
 
-func (e *Engine) isManaged(id string) bool {
-	for _, m := range e.Managed() {
-		if m.App.ID == id {
-			return true
+// wakeGroupFor is WakeFor of a group: each member, in start order.
+func (e *Engine) wakeGroupFor(ctx context.Context, g Group, by string) (bool, error) {
+	asked := false
+	for _, id := range e.StartOrder(g) {
+		ok, err := e.WakeFor(ctx, id, by)
+		if err != nil {
+			return asked, err
 		}
+		asked = asked || ok
 	}
-	return false
+	return asked, nil
 }
 
 // GroupView is a group as the admin API shows it.
