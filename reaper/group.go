@@ -15,6 +15,9 @@ type Group struct {
 	ID string
 	// Apps are the members, as configured.
 	Apps []string
+	// MustBeUp are the group's own keep-up windows: every member has them
+	// in its policy, besides its routes' (topology.go).
+	MustBeUp []Range
 }
 
 // Topology is what the engine knows of groups and dependencies: the groups, and

@@ -158,3 +158,23 @@ func TestAdminAPI_GroupActions(t *testing.T) {
 		}
 	})
 }
+
+// A group's keep-up window is every member's, a routeless member's included.
+func TestEngine_GroupKeepUpWindowIsEveryMembers(t *testing.T) {
+	store, err := NewMemStore(MemStoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := NewEngine(EngineOptions{Node: "n1", Store: store})
+	all := Range{Start: 0, End: 1440}
+	e.SetTopology(Topology{Groups: []Group{{ID: "shop", Apps: []string{"web", "worker"}, MustBeUp: []Range{all}}}})
+	for _, m := range e.Managed() {
+		if m.Group != "shop" || len(m.Policy.MustBeUp) != 1 || m.Policy.GracePeriod != DefaultGracePeriod {
+			t.Errorf("%s: group %q, policy %+v", m.App.ID, m.Group, m.Policy)
+		}
+	}
+	if n := len(e.Managed()); n != 2 {
+		t.Errorf("%d managed apps, want the 2 members", n)
+	}
+}
