@@ -43,10 +43,18 @@ type GroupInput struct {
 	// StartAfter names a dependency (depends_on) not up yet: a wake of this app
 	// waits for it; the app is started once every dependency is up.
 	StartAfter string
+	// Needed: an app that depends on this sleeping one is awake (up, waking or
+	// stopping): this one wakes, as a dependency crashed or stopped from
+	// outside must come back (unless an operator put it to sleep by its id).
+	Needed bool
 }
 
-// CauseGroupAwake is the cause of a member woken because its group is in use.
-const CauseGroupAwake = "woken: its group is awake"
+// CauseGroupAwake is the cause of a member woken because its group is in use;
+// CauseNeeded of an app woken because an app that depends on it is awake.
+const (
+	CauseGroupAwake = "woken: its group is awake"
+	CauseNeeded     = "woken: an app that depends on it is awake"
+)
 
 // StartOrder is the order a group's members start in: each after the members
 // it depends on (depends_on, among the members), otherwise in the configured
@@ -164,8 +172,7 @@ func (st GroupState) ForMember(rec Record) GroupInput {
 	id := rec.AppID
 	switch rec.Status {
 	case StatusDown:
-		sleptByOperator := rec.SleepAsk != nil && !rec.SleepAsk.At.Before(rec.LastUpAt)
-		gi.Wake = st.InUse && !sleptByOperator
+		gi.Wake = st.InUse && !sleptByOperator(rec)
 	case StatusUp, StatusWaitingForShutdown:
 		// In use, the group keeps the member from its idle clock (an
 		// operator's sleep of the member alone still goes); idle, the group
@@ -176,6 +183,12 @@ func (st GroupState) ForMember(rec Record) GroupInput {
 		}
 	}
 	return gi
+}
+
+// sleptByOperator reports whether an operator put rec to sleep by its own id
+// since it was last up: neither its group nor its dependents wake it then.
+func sleptByOperator(rec Record) bool {
+	return rec.SleepAsk != nil && !rec.SleepAsk.At.Before(rec.LastUpAt)
 }
 
 // NeededBy returns an app awake (up, waking or stopping) among dependents, or

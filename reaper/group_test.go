@@ -203,6 +203,7 @@ func TestDecide_Group(t *testing.T) {
 		{"an operator's sleep is not held by the group's use", withSleepAsk(idleUp, now), upObs, GroupInput{Keep: true}, StatusWaitingForShutdown, ActionStop},
 		{"asleep, its group in use: wakes", down, downObs, GroupInput{Wake: true}, StatusWaitingForUp, ActionStart},
 		{"asleep, its group in use, a dependency not up: waits", down, downObs, GroupInput{Wake: true, StartAfter: "api"}, StatusDown, ActionNone},
+		{"asleep, an app that depends on it awake: wakes", down, downObs, GroupInput{Needed: true}, StatusWaitingForUp, ActionStart},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in

@@ -135,11 +135,13 @@ func (j *Job) groupInput(t target, rec Record, pd *passData, now time.Time) Grou
 		gi = DecideGroup(e.StartOrder(g), members, now).ForMember(rec)
 	}
 	gi.StartAfter = StartAfter(e.DependsOn(id), status)
+	j.mu.Lock()
+	managed := j.managed
+	j.mu.Unlock()
+	neededBy := NeededBy(e.dependents(id, managed), status)
 	if gi.StopAfter == "" {
-		j.mu.Lock()
-		managed := j.managed
-		j.mu.Unlock()
-		gi.StopAfter = NeededBy(e.dependents(id, managed), status)
+		gi.StopAfter = neededBy
 	}
+	gi.Needed = neededBy != "" && rec.Status == StatusDown && !sleptByOperator(rec)
 	return gi
 }
