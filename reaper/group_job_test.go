@@ -178,3 +178,49 @@ func TestEngine_GroupKeepUpWindowIsEveryMembers(t *testing.T) {
 		t.Errorf("%d managed apps, want the 2 members", n)
 	}
 }
+
+// Without a group, depends_on alone: a wake of web starts api first; api is
+// not put to sleep while web is up, and comes back when it crashes.
+func TestJob_DependsOnWithoutAGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("web", "api")
+		e := newEnv(t, fake, "")
+		e.route(config("web", func(c *Config) { c.GracePeriod = conf.Duration(30 * time.Minute) }))
+		e.route(config("api", func(c *Config) { c.GracePeriod = conf.Duration(time.Minute) }))
+		e.engine.SetTopology(Topology{DependsOn: func(id string) []string {
+			if id == "web" {
+				return []string{"api"}
+			}
+			return nil
+		}})
+		e.start()
+		defer e.stop()
+		settle()
+		e.engine.asks.askNow(e.engine.app("web"), time.Now())
+		settle()
+		time.Sleep(6 * time.Second)
+		settle()
+		calls := startsAndStops(fake)
+		if !slices.Equal(calls, []string{"start api", "start web"}) {
+			t.Fatalf("calls %v, want api started, then web", calls)
+		}
+		// api's own grace (1 min) passes: web, up, needs it.
+		time.Sleep(10 * time.Minute)
+		settle()
+		if n := countOf(startsAndStops(fake), "stop api"); n != 0 {
+			t.Fatalf("api stopped while web, which depends on it, is up")
+		}
+		// api crashes: web needs it, it is woken.
+		fake.Set("api", paastest.App{State: paas.StateShouldBeDown})
+		for range 4 {
+			time.Sleep(5 * time.Second)
+			settle()
+		}
+		if n := countOf(startsAndStops(fake), "start api"); n != 2 {
+			t.Errorf("api started %d times, want it woken again after its crash (%v)", n, startsAndStops(fake))
+		}
+		if r, _ := e.engine.Record("api"); r.Status != StatusUp {
+			t.Errorf("api: %s, want Up again", r.Status)
+		}
+	})
+}
