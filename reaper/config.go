@@ -49,6 +49,9 @@ type Config struct {
 	// MonitoringFilters recognise uptime monitors and health checks: while the app
 	// sleeps they get a 200 without waking it, and they never count as traffic.
 	MonitoringFilters []MonitoringFilter `yaml:"monitoring_filters"`
+	// NotActivity are paths served without counting as a visit (notactivity.go):
+	// exact, or a prefix written with a final "*".
+	NotActivity []string `yaml:"not_activity"`
 	// WaitingPage replaces the built-in waiting page: an html/template, where the
 	// reference's placeholders {{route_name}}, {{app_name}}, {{app_id}},
 	// {{status}}, {{request_id}} and {{node}} stand for fields of page.Fields
@@ -67,8 +70,9 @@ type Config struct {
 	// Timezone), "" or "off" not to.
 	Prewake string `yaml:"prewake"`
 
-	mustBeUp []Range
-	page     *templates.Page
+	mustBeUp    []Range
+	notActivity []pathMatcher
+	page        *templates.Page
 }
 
 // Placeholders are those a custom waiting page may write bare, as the reference
@@ -98,6 +102,7 @@ func DefaultConfig() Config {
 		APIBehavior:      BehaviorHold,
 		Timezone:         "Europe/Paris",
 		MaxHeld:          DefaultMaxHeld,
+		NotActivity:      append([]string(nil), DefaultNotActivity...),
 	}
 }
 
@@ -187,6 +192,7 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 	for i := range c.MonitoringFilters {
 		c.MonitoringFilters[i].validate(conf.Index(conf.Key(path, "monitoring_filters"), i), errs)
 	}
+	c.checkNotActivity(path, errs)
 }
 
 // checkPage checks a parsed custom waiting page (p, or the error of its parse):

@@ -31,7 +31,9 @@
 // A request's path, on every node:
 //
 //   - plugin.go: the reaper plugin on a route; config.go: its configuration on
-//     one route (the reference's keys); protocol.go: the wire protocol as one
+//     one route (the reference's keys); notactivity.go: its not_activity
+//     paths (a crawler's robots.txt: served, never traffic); protocol.go: the
+//     wire protocol as one
 //     table (classify, answerFor); answers.go: the answers given in place of
 //     the app; wellknown.go: reaper's own paths under /.well-known/reaper/ on
 //     every host; preview.go: a route's waiting page as a browser would get it;

@@ -117,7 +117,11 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, end HoldEnd) (answer *plugin.Ans
 	rec := end.Rec
 	switch end.Err {
 	case nil:
-		if _, admitted := p.admit(ex); !admitted {
+		admit := p.admit
+		if p.isNotActivity(ex.Request) { // a crawler's file: served, not a visit
+			admit = p.admitQuiet
+		}
+		if _, admitted := admit(ex); !admitted {
 			if end.Released {
 				p.route.GiveBack(true) // asleep again: nothing went
 			}

@@ -193,12 +193,12 @@ func (p *Plugin) admit(ex *plugin.Exchange) (Status, bool) {
 // does not move the idle clock.
 func (p *Plugin) admitQuiet(ex *plugin.Exchange) (Status, bool) {
 	a := p.app
-	a.inFlight.Add(1)
+	end := a.beginQuiet()
 	if st := a.status(); st.Asleep() {
-		a.inFlight.Add(-1)
+		end()
 		return st, false
 	}
-	ex.OnDone(func() { a.inFlight.Add(-1) })
+	ex.OnDone(end)
 	return "", true
 }
 
