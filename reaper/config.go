@@ -52,6 +52,11 @@ type Config struct {
 	// NotActivity are paths served without counting as a visit (notactivity.go):
 	// exact, or a prefix written with a final "*".
 	NotActivity []string `yaml:"not_activity"`
+	// BusyURL is asked before the app is put to sleep: 200 means busy (the
+	// sleep is postponed), 204 or 404 idle; a failure keeps the app up for at
+	// most BusyMax (busy.go).
+	BusyURL string        `yaml:"busy_url"`
+	BusyMax conf.Duration `yaml:"busy_max"`
 	// WaitingPage replaces the built-in waiting page: an html/template, where the
 	// reference's placeholders {{route_name}}, {{app_name}}, {{app_id}},
 	// {{status}}, {{request_id}} and {{node}} stand for fields of page.Fields
@@ -103,6 +108,7 @@ func DefaultConfig() Config {
 		Timezone:         "Europe/Paris",
 		MaxHeld:          DefaultMaxHeld,
 		NotActivity:      append([]string(nil), DefaultNotActivity...),
+		BusyMax:          conf.Duration(DefaultBusyMax),
 	}
 }
 
@@ -193,6 +199,7 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 		c.MonitoringFilters[i].validate(conf.Index(conf.Key(path, "monitoring_filters"), i), errs)
 	}
 	c.checkNotActivity(path, errs)
+	c.checkBusy(path, errs)
 }
 
 // checkPage checks a parsed custom waiting page (p, or the error of its parse):
@@ -299,6 +306,8 @@ func (c *Config) policy() Policy {
 		// The config says it; Decide's default is for policies built by hand.
 		MaxFailedBoots: c.MaxFailedBoots,
 		Prewake:        c.Prewake == PrewakeLearn,
+		BusyURL:        c.BusyURL,
+		BusyMax:        c.BusyMax.D(),
 	}
 	if loc, err := time.LoadLocation(c.Timezone); err == nil && p.Prewake {
 		p.Location = loc

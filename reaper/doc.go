@@ -26,6 +26,9 @@
 //     calls Decide and acts on the platform.
 //   - prewake.go (which visits recur, pure) and prewakejob.go (the job's side):
 //     learned pre-wake.
+//   - busy.go (whether a busy_url lets an idle app sleep, pure) and
+//     busyprobe.go (the job's side: the GETs in the background): a busy
+//     worker is not put to sleep.
 //   - savings.go: the time, money and GiB-hours an app spent asleep.
 //
 // A request's path, on every node:

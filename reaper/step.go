@@ -35,6 +35,7 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	in.Prewake = j.prewakeDue(ctx, t, now)
 	j.prewakeOutcome(ctx, t, rec, in, now)
 	next, act := Decide(rec, in, now, t.policy)
+	next, act = j.busyGate(termCtx, t, rec, next, act, now) // busy.go: a worker's busy_url
 	next.Term = term
 	j.act(ctx, lock, t, rec, next, act, in, pd, now)
 	if act == ActionNone {
