@@ -224,6 +224,7 @@ func anyAddress(host string) bool {
 // the routes manage.
 func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]bool {
 	managed := map[string]bool{}
+	busy := busyURLs{}
 	own := c.staticOwners()
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -244,6 +245,7 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]
 			var scratch conf.Errors // its errors were reported by ValidateRoutes
 			d.Decode(&pc.Config, &rc, path, &scratch)
 			managed[rc.AppID] = true
+			busy.check(rc.AppID, rc.BusyURL, path, errs)
 			switch {
 			case c.PaaS.Driver.Has(DriverCleverCloud) && rc.AppID == "":
 				switch id, ok := guessAppID(r.Backend.Targets); {
@@ -436,5 +438,25 @@ func (c *Config) checkTCPRoutes(managed map[string]bool, errs *conf.Errors) {
 		if j, ok := httpRoutes[r.ID]; ok && r.ID != "" {
 			errs.Add(conf.Key(conf.Index("tcp_routes", i), "id"), "%s is already the id of %s: an app lists its routes by id", strconv.Quote(r.ID), conf.Index("routes", j))
 		}
+	}
+}
+
+// busyURLs are the busy_urls the routes give each app, and where: an app has
+// one (its routes may each repeat it, or give it on one of them only).
+type busyURLs map[string]addrAt
+
+// check reports a busy_url that differs from one an earlier route gave the
+// same app. The URLs are not quoted: they may carry a token.
+func (b busyURLs) check(app, url, path string, errs *conf.Errors) {
+	if app == "" || url == "" {
+		return
+	}
+	first, seen := b[app]
+	if !seen {
+		b[app] = addrAt{path: conf.Key(path, "busy_url"), addr: url}
+		return
+	}
+	if first.addr != url {
+		errs.Add(conf.Key(path, "busy_url"), "differs from the busy_url of app %s at %s: an app has one", strconv.Quote(app), first.path)
 	}
 }
