@@ -1,4 +1,4 @@
-# reaper — see README.md. Targets: run, stop, test, build, generate, lint, bench, faults, clean, run-clever, cluster, run-docker, cluster-docker, pebble, caddy, image.
+# reaper — see README.md. Targets: run, stop, test, build, generate, lint, bench, faults, clean, run-clever, cluster, run-docker, cluster-docker, pebble, caddy, kube, image.
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -82,6 +82,17 @@ CADDY_VERSION := v2.11.9
 CADDY_DIR := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/reaper/caddy-$(CADDY_VERSION)
 caddy:
 	@test -x $(CADDY_DIR)/caddy || GOBIN=$(CADDY_DIR) $(GO) install github.com/caddyserver/caddy/v2/cmd/caddy@$(CADDY_VERSION)
+
+.PHONY: kube
+# kube: kube-apiserver, etcd and kube-controller-manager, which the Kubernetes
+# driver's tests run (internal/kubetest; they skip without them unless
+# REAPER_REQUIRE_KUBE=1), built from the Go module proxy into
+# $(KUBE_BINS) by scripts/kube-bins.sh, only those missing. Cold, the build
+# takes about 1000 CPU-seconds; then it is cached.
+KUBE_VERSION := v1.37.2
+KUBE_BINS := $(or $(REAPER_KUBE_BINS),$(HOME)/.cache/reaper/kubernetes/$(KUBE_VERSION))
+kube:
+	REAPER_KUBE_VERSION=$(KUBE_VERSION) REAPER_KUBE_BINS=$(KUBE_BINS) ./scripts/kube-bins.sh
 
 .PHONY: run-clever
 # run-clever: the gateway with the Clever Cloud driver against the fake Clever Cloud
