@@ -1,16 +1,11 @@
 package kubernetes
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
-	"os"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/reapergw/reaper/internal/kubetest"
 	"github.com/reapergw/reaper/paas"
@@ -19,31 +14,7 @@ import (
 // shippedRole reads the Role of examples/kubernetes/rbac.yaml, the one the
 // docs tell operators to apply.
 func shippedRole(t *testing.T) *rbacv1.Role {
-	t.Helper()
-	b, err := os.ReadFile("../../examples/kubernetes/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	for {
-		var doc map[string]any
-		if err := dec.Decode(&doc); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if doc["kind"] != "Role" {
-			continue
-		}
-		j, _ := json.Marshal(doc)
-		var r rbacv1.Role
-		if err := json.Unmarshal(j, &r); err != nil {
-			t.Fatal(err)
-		}
-		return &r
-	}
-	t.Fatal("no Role in examples/kubernetes/rbac.yaml")
-	return nil
+	return kubetest.RoleFromFile(t, "../../examples/kubernetes/rbac.yaml")
 }
 
 // TestDriver_WorksWithExactlyTheShippedRole: bound to the shipped Role only,
