@@ -30,6 +30,16 @@ run: build
 test:
 	$(GO) test -race -timeout 20m ./...
 
+# test-nokube and test-kube split make test in two, for CI (.ci/run): the
+# packages that run a Kubernetes control plane (make kube builds it), and the
+# others, which CI tests while it builds.
+KUBE_PKGS := ./internal/kubetest ./paas/kubernetes ./e2e/kube
+.PHONY: test-nokube test-kube
+test-nokube:
+	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -v -x -e '.*/internal/kubetest' -e '.*/paas/kubernetes' -e '.*/e2e/kube')
+test-kube:
+	$(GO) test -race -timeout 20m $(KUBE_PKGS)
+
 generate:
 	$(GO) tool templ generate
 
