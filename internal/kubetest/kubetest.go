@@ -15,7 +15,9 @@
 //
 // Files: kubetest.go (finding the binaries, Main, Need), server.go (starting
 // and stopping the processes), objects.go (namespaces, workloads, readiness,
-// roles, kubeconfig files for tests).
+// role bindings, kubeconfig files for tests), auto.go (AutoReady, standing in
+// for the controllers and the kubelet, and CountScaleUps), role.go (a Role
+// read from a YAML file).
 //
 // When the binaries are missing, tests skip, or fail when the environment sets
 // REAPER_REQUIRE_KUBE=1 (as CI does).

@@ -44,9 +44,11 @@
 //
 // Files: kubernetes.go (this), config.go (paas.kubernetes), driver.go (the
 // Driver: New, Observe, Watch, Close), app.go (an app's state from its
-// workload), informers.go (the informers and discovery), annotations.go (the
-// reaper.* annotations), scale.go (Start and Stop through the scale
-// subresource), hpa.go (HorizontalPodAutoscalers), errors.go (the apiserver's
+// workload, pure), informers.go (the informers), record.go (what a change of
+// a workload does: discovery, the log, the ready probe, a failed wake scaled
+// back), annotations.go (the reaper.* annotations), scale.go (Start and Stop
+// through the scale subresource), hpa.go (HorizontalPodAutoscalers),
+// client.go (the REST client and its scheme), errors.go (the apiserver's
 // errors as package paas's).
 package kubernetes
 
