@@ -9,8 +9,9 @@ import (
 )
 
 // checkHPAs warns of each HorizontalPodAutoscaler (autoscaling/v2) that
-// targets one of the apps' workloads with minReplicas ≥ 1 (its default): it
-// scales a workload reaper put to sleep back up (docs/kubernetes.md, "HPA").
+// targets one of the apps' workloads with minReplicas ≥ 1 (its default): off
+// while the workload sleeps, it owns the replica count again once reaper
+// wakes it (docs/kubernetes.md, "HorizontalPodAutoscaler").
 // Listing HPAs is an optional right: refused (403), the check is skipped and
 // says so once.
 func (d *Driver) checkHPAs(ctx context.Context, apps []*app) {
@@ -22,7 +23,7 @@ func (d *Driver) checkHPAs(ctx context.Context, apps []*app) {
 	defer cancel()
 	for ns, as := range byNS {
 		for _, w := range d.hpaWarnings(ctx, ns, as) {
-			d.warnOnce("hpa "+w.hpa, "kubernetes: a HorizontalPodAutoscaler with minReplicas ≥ 1 targets this workload: it will scale it back up after reaper puts it to sleep (set minReplicas: 0 with the HPAScaleToZero feature, or delete the HPA and let reaper own replicas)",
+			d.warnOnce("hpa "+w.hpa, "kubernetes: a HorizontalPodAutoscaler with minReplicas ≥ 1 targets this workload: once reaper wakes it, the HPA sets its replica count (at least its minReplicas), not reaper; delete the HPA to let reaper own replicas (docs/kubernetes.md)",
 				"app", w.app, "workload", w.workload, "hpa", w.hpa, "min_replicas", w.min)
 		}
 	}
