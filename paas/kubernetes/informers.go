@@ -17,6 +17,9 @@ import (
 type informer struct {
 	kind, namespace string
 	inf             cache.SharedIndexInformer
+	// reg is the driver's handler: synced once the first listing was
+	// delivered to it, not only stored (Observe needs the apps it makes).
+	reg cache.ResourceEventHandlerRegistration
 
 	mu  sync.Mutex
 	err error // the last list or watch error, until a list succeeds
@@ -29,6 +32,9 @@ func (i *informer) where() string {
 	}
 	return i.kind + "s in namespace " + i.namespace
 }
+
+// synced reports whether the first listing was delivered to the driver.
+func (i *informer) synced() bool { return i.reg != nil && i.reg.HasSynced() }
 
 // lastErr is the informer's last error while it has not listed.
 func (i *informer) lastErr() error {
@@ -56,7 +62,7 @@ func (d *Driver) newInformers(namespaces []string) {
 					d.log.Warn("kubernetes: cannot follow workloads (retried with a back-off)", "what", i.where(), "err", i.err)
 				}
 			})
-			_, _ = i.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			i.reg, _ = i.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(o any) { d.onObject(kind, o) },
 				UpdateFunc: func(_, o any) { d.onObject(kind, o) },
 				DeleteFunc: func(o any) { d.onDeleted(kind, o) },
@@ -105,7 +111,7 @@ func (d *Driver) runInformers(wait time.Duration) {
 	ctx, cancel := context.WithTimeout(d.base, wait)
 	defer cancel()
 	for _, i := range d.informers {
-		if !cache.WaitForCacheSync(ctx.Done(), i.inf.HasSynced) {
+		if !cache.WaitForCacheSync(ctx.Done(), i.synced) {
 			d.log.Warn("kubernetes: workloads not listed yet: their apps are unavailable until they are", "what", i.where(), "err", i.lastErr())
 		}
 	}
@@ -128,7 +134,7 @@ func (d *Driver) notListed(r ref) error {
 	if i == nil {
 		return fmt.Errorf("kubernetes: %s: namespace %s is not watched (paas.kubernetes.namespaces): %w", r, r.namespace, errNotWatched)
 	}
-	if i.inf.HasSynced() {
+	if i.synced() {
 		return nil
 	}
 	if err := i.lastErr(); err != nil {
