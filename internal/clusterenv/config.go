@@ -76,6 +76,13 @@ type PaaSConfig struct {
 	Driver      string        `yaml:"driver"`
 	Apps        []AppConfig   `yaml:"apps,omitempty"`
 	CleverCloud *CleverConfig `yaml:"clevercloud,omitempty"`
+	Kubernetes  *KubeConfig   `yaml:"kubernetes,omitempty"`
+}
+
+// KubeConfig is paas.kubernetes (a kubeconfig file, the watched namespaces).
+type KubeConfig struct {
+	Kubeconfig string   `yaml:"kubeconfig"`
+	Namespaces []string `yaml:"namespaces,omitempty"`
 }
 
 // CleverConfig is paas.clevercloud (pointed at the fake Clever Cloud).
