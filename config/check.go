@@ -43,15 +43,21 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
 	managed := c.checkReaperApps(d, errs)
 	c.checkTCPRoutes(managed, errs)
+	c.checkGroups(managed, errs)
+	c.checkDependsOn(errs)
 	c.checkWebhookApps(managed, errs)
 	c.checkTraefikRoutes(errs)
 	c.checkTriggers(managed, errs)
 }
 
 // checkTriggers checks the triggers together: each wakes an app that a route
-// manages (or, once groups exist, a group).
+// manages, or a group.
 func (c *Config) checkTriggers(managed map[string]bool, errs *conf.Errors) {
-	trigger.CheckAll(c.Triggers, "triggers", func(id string) bool { return managed[id] }, errs)
+	groups := map[string]bool{}
+	for _, g := range c.Groups {
+		groups[g.ID] = true
+	}
+	trigger.CheckAll(c.Triggers, "triggers", func(id string) bool { return managed[id] || groups[id] }, errs)
 }
 
 // checkTraefikRoutes checks that the routes given to Traefik exist, and that
