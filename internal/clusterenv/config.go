@@ -24,6 +24,8 @@ type Config struct {
 	Routes  []RouteConfig  `yaml:"routes"`
 	// TCPRoutes are the tcp_routes.
 	TCPRoutes []TCPRouteConfig `yaml:"tcp_routes,omitempty"`
+	// Triggers are the wake triggers, each as its YAML mapping.
+	Triggers []map[string]any `yaml:"triggers,omitempty"`
 }
 
 // TCPRouteConfig is one of tcp_routes.
