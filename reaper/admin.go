@@ -123,6 +123,9 @@ type AppView struct {
 	Hold *KeepWarm `json:"hold"`
 	// SleepAsked is an operator's "sleep now" still pending.
 	SleepAsked *SleepAsk `json:"sleep_asked"`
+	// Busy says why its sleep is put off, while its busy_url says it is busy
+	// (or fails); absent otherwise.
+	Busy *BusyNote `json:"busy,omitempty"`
 	// LastWake is the current or last wake, phase by phase (as far as the record
 	// knows it: the first answer is in the history, see /wakes).
 	LastWake *WakeView `json:"last_wake"`
@@ -196,6 +199,9 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 			LastStatusUpdate: ptime(rec.LastStatusUpdate), LastUpAt: ptime(rec.LastUpAt),
 			LastDownAt: ptime(rec.LastDownAt), ActionAt: ptime(rec.ActionAt), LastCheckAt: ptime(rec.LastCheckAt),
 			Routes: m.Routes, LastAccess: ptime(la), InFlight: inFlight[appID], Held: held, Managed: isManaged,
+		}
+		if rec.Status == StatusUp {
+			v.Busy = rec.Busy
 		}
 		if v.Routes == nil {
 			v.Routes = []string{}

@@ -50,19 +50,6 @@ func (e *Engine) Wake(ctx context.Context, id, by, cause string) ([]string, erro
 	return apps, nil
 }
 
-// wakeGroupFor is WakeFor of a group: each member, in start order.
-func (e *Engine) wakeGroupFor(ctx context.Context, g Group, by string) (bool, error) {
-	asked := false
-	for _, id := range e.StartOrder(g) {
-		ok, err := e.WakeFor(ctx, id, by)
-		if err != nil {
-			return asked, err
-		}
-		asked = asked || ok
-	}
-	return asked, nil
-}
-
 // GroupView is a group as the admin API shows it.
 type GroupView struct {
 	GroupID string `json:"group_id"`

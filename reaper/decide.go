@@ -69,6 +69,11 @@ type Policy struct {
 	// is the time zone they are learned in (nil: DefaultTimezone).
 	Prewake  bool
 	Location *time.Location
+	// BusyURL, when set, is asked before the app is put to sleep; a failing
+	// one keeps it up for at most BusyMax (busy.go). The job applies it, not
+	// Decide.
+	BusyURL string
+	BusyMax time.Duration
 }
 
 func (p Policy) location() *time.Location {

@@ -295,6 +295,10 @@ func mergePolicy(a, b Policy) Policy {
 		MustBeUp:       append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
 		Prewake:        a.Prewake || b.Prewake,
 		Location:       cmp.Or(a.Location, b.Location),
+		// Routes on one app give one busy_url (reaper check says so); the
+		// smaller wins, so that the merge does not depend on the order.
+		BusyURL: minNonEmpty(a.BusyURL, b.BusyURL),
+		BusyMax: max(a.BusyMax, b.BusyMax),
 	}
 }
 

@@ -40,6 +40,8 @@ type JobOptions struct {
 	Workers int
 	// Now reads the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// BusyTimeout bounds one GET of an app's busy_url (default BusyTimeout).
+	BusyTimeout time.Duration
 }
 
 // Job applies the reaper's decisions. It runs on the leader only (on a single node,
@@ -68,6 +70,7 @@ type Job struct {
 	policies map[string]Policy
 	apiErr   throttle
 	prewake  prewakes
+	busy     *busyProbes
 }
 
 // unmanagedGrace is how long an app no route manages is kept awake and known before
@@ -95,6 +98,7 @@ func NewJob(opts JobOptions) *Job {
 		running:        map[string]bool{},
 		again:          map[string]bool{},
 		unmanagedSince: map[string]time.Time{},
+		busy:           newBusyProbes(opts.Logger, opts.BusyTimeout, opts.Now),
 	}
 }
 

@@ -36,6 +36,7 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 	in.Group = j.groupInput(t, rec, pd, now)
 	j.prewakeOutcome(ctx, t, rec, in, now)
 	next, act := Decide(rec, in, now, t.policy)
+	next, act = j.busyGate(termCtx, t, rec, next, act, now) // busy.go: a worker's busy_url
 	next.Term = term
 	j.act(ctx, lock, t, rec, next, act, in, pd, now)
 	if act == ActionNone {
