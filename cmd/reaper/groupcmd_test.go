@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,5 +41,43 @@ func TestGroupCmds_ActOnEachMemberAndList(t *testing.T) {
 	r = runCLI(t, context.Background(), "groups", "--admin", admin)
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "shop\tMixed\tin use (web)\tgrace 15m0s\tsleeps -\tapi=Down web=Up\n") {
 		t.Errorf("groups: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// reaper check names each group problem by its field.
+func TestCheck_GroupProblemsNameTheirField(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "reaper.yaml")
+	const cfg = `
+paas:
+  driver: process
+  apps:
+    - {id: web, command: [web], ready: {tcp: "127.0.0.1:3001"}, depends_on: [api]}
+    - {id: api, command: [api], ready: {tcp: "127.0.0.1:3002"}, depends_on: [web]}
+routes:
+  - id: web
+    frontend: {domains: [web.localhost]}
+    backend: {targets: ["http://127.0.0.1:3001"]}
+    plugins: [{plugin: reaper, config: {app_id: web}}]
+groups:
+  - {id: shop, apps: [web, wroker]}
+  - {id: api, apps: [web]}
+`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	env := func(string) (string, bool) { return "", false }
+	if err := run(context.Background(), []string{"check", "--config", file}, env, &stdout, &stderr); err == nil {
+		t.Fatalf("check passed:\n%s", stdout.String())
+	}
+	for _, want := range []string{
+		`groups[0].apps[1]: "wroker" is not an app of paas.apps`,
+		`groups[1].id: "api" is the id of an app`,
+		`groups[1].apps[0]: "web" is already in groups[0]`,
+		`paas.apps: depends_on makes a cycle: api → web → api`,
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("reaper check said:\n%s\nwant %q in it", stderr.String(), want)
+		}
 	}
 }
