@@ -98,13 +98,16 @@ func (a *AdminAPI) groupRoutes(mux *http.ServeMux) {
 
 func (a *AdminAPI) listGroups(w http.ResponseWriter, r *http.Request) {
 	out := []GroupView{}
-	for _, g := range a.Engine.Groups() {
-		v, err := a.groupView(r.Context(), g)
+	groups := a.Engine.Groups()
+	if len(groups) > 0 {
+		views, err := a.views(r.Context(), "") // once for every group
 		if err != nil {
 			httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 			return
 		}
-		out = append(out, v)
+		for _, g := range groups {
+			out = append(out, a.groupViewOf(g, views))
+		}
 	}
 	httpjson.Write(w, http.StatusOK, out)
 }
@@ -124,12 +127,17 @@ func (a *AdminAPI) getGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 // groupView builds a group's view: its members' views, and what DecideGroup
-// says of them now.
+// says of them now (groupViewOf).
 func (a *AdminAPI) groupView(ctx context.Context, g Group) (GroupView, error) {
 	views, err := a.views(ctx, "")
 	if err != nil {
 		return GroupView{}, err
 	}
+	return a.groupViewOf(g, views), nil
+}
+
+// groupViewOf builds a group's view from the views of the apps.
+func (a *AdminAPI) groupViewOf(g Group, views []AppView) GroupView {
 	order := a.Engine.StartOrder(g)
 	v := GroupView{GroupID: g.ID, Apps: order}
 	for _, id := range order {
@@ -151,7 +159,7 @@ func (a *AdminAPI) groupView(ctx context.Context, g Group) (GroupView, error) {
 	v.InUse, v.Why, v.NextToSleep, v.SleepAt = st.InUse, st.Why, st.NextToSleep, ptime(st.SleepAt)
 	v.GracePeriod = st.Grace.String()
 	v.Status = groupStatus(v.Members)
-	return v, nil
+	return v
 }
 
 // groupState is DecideGroup over the group's members as this node knows
