@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -16,39 +15,8 @@ import (
 
 // Groups in the admin API: their views (GET /api/groups, /api/groups/{id}), and
 // the operators' actions on a group id (wake, sleep, hold, release: the app
-// routes take a group's id and act on each member), and Engine.Wake, the one
-// call that wakes an app or a group by id.
-
-// ErrUnknownID is a wake of an id that is neither a managed app nor a group.
-var ErrUnknownID = errors.New("reaper: no app or group has this id")
-
-// Wake asks for a wake of the app or of every member of the group whose id is
-// id, as an operator's wake does: told to the history (by, cause), never
-// coalesced away, stored, then passed to the job (the leader's, in a cluster).
-// It returns the apps asked, in start order for a group. It does not wait for
-// the wake. ErrUnknownID: id names no managed app and no group.
-func (e *Engine) Wake(ctx context.Context, id, by, cause string) ([]string, error) {
-	apps := []string{id}
-	if g, ok := e.Group(id); ok {
-		apps = e.StartOrder(g)
-	} else if !e.isManaged(id) {
-		return nil, ErrUnknownID
-	}
-	now := time.Now()
-	for _, app := range apps {
-		a := e.app(app)
-		if a == nil {
-			continue
-		}
-		rec, _ := e.Record(app)
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
-		// In the history before the ask: the job must not take it for a visit.
-		e.tellAction(tctx, Transition{AppID: app, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: operatorName(by), Cause: cause}, rec.Name)
-		cancel()
-		e.asks.askNow(a, now)
-	}
-	return apps, nil
-}
+// routes take a group's id and act on each member). Engine.WakeFor
+// (wakefor.go) is the one call that wakes an app or a group by id.
 
 // GroupView is a group as the admin API shows it.
 type GroupView struct {

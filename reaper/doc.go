@@ -90,8 +90,7 @@
 //     operators' actions on an app (wake, sleep now, hold awake, release,
 //     reset); wakefor.go: the same wake asked by a wake trigger (package
 //     trigger), named in the history; admingroups.go: groups in the admin
-//     API (their views, the actions on a group's id, Engine.Wake: the one
-//     call that wakes an app or a group by id); adminreap.go: the
+//     API (their views, the actions on a group's id); adminreap.go: the
 //     reference's _reap; adminwatch.go: the
 //     API's views over time (why awake, recent wakes, the event stream);
 //     adminwire.go: its requests and answers on the wire, and the prefixes it

@@ -153,8 +153,13 @@ func TestAdminAPI_GroupActions(t *testing.T) {
 		if code, _, _ := call(t, h, "POST", "/api/apps/nope/_wake", ""); code != 404 {
 			t.Errorf("wake of an unknown id: %d", code)
 		}
-		if _, err := e.engine.Wake(context.Background(), "nope", "ops", "test"); err != ErrUnknownID {
-			t.Errorf("Engine.Wake(nope) = %v", err)
+		// WakeFor (the triggers' wake) takes a group's id: nothing to ask of
+		// a group awake, an unknown id refused.
+		if asked, err := e.engine.WakeFor(context.Background(), "shop", "trigger test"); err != nil || asked {
+			t.Errorf("WakeFor(shop) of an awake group = %v, %v; want nothing asked", asked, err)
+		}
+		if _, err := e.engine.WakeFor(context.Background(), "nope", "trigger test"); err != ErrNotManaged {
+			t.Errorf("WakeFor(nope) = %v", err)
 		}
 	})
 }
