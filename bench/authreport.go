@@ -139,8 +139,9 @@ func printJ(w io.Writer, out map[string][]authSample, spec runSpec, s *authSetup
 	}
 	floor, floorEach := each(func(r authRound) float64 { return float64(r.floorCall) })
 	call, callEach := each(func(r authRound) float64 { return float64(r.reaperCall) })
-	fmt.Fprintf(w, "   CPU per auth call (idle CPU taken off): bare Go auth %s (%s), reaper %s (%s), reaper / bare %s.\n",
-		micros(time.Duration(floor)), joinMicros(floorEach), micros(time.Duration(call)), joinMicros(callEach), ratio(call/floor))
+	fmt.Fprintf(w, "   CPU per auth call (idle CPU taken off): bare Go auth %s (%s), reaper %s (%s): reaper / bare %s, reaper − bare %s.\n",
+		micros(time.Duration(floor)), joinMicros(floorEach), micros(time.Duration(call)), joinMicros(callEach), ratio(call/floor),
+		signedMicros(time.Duration(call-floor)))
 	fmt.Fprintln(w, "   auth conns: connections from Caddy to the auth server open at the window's end / closed in it (TIME_WAIT): ~0 closed = kept alive.")
 	v := verdict{part: "J", what: "reaper CPU per auth call (awake app, through Caddy)", value: micros(time.Duration(call)),
 		target: "≤ " + micros(authTarget), pass: time.Duration(call) <= authTarget, rounds: joinMicros(callEach)}

@@ -140,8 +140,8 @@ func (s *Server) isTrusted(remote string) bool {
 // auth runs the access steps for the forwarded request. nginx turns every
 // refusal into a 401 whose answer is stored for nginx to fetch.
 func (s *Server) auth(w http.ResponseWriter, r *http.Request, nginx bool) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.holdMax)
-	defer cancel()
+	ctx := newHoldContext(r.Context(), s.holdMax)
+	defer ctx.release()
 	orig, err := original(ctx, r)
 	if err != nil {
 		http.Error(w, "bad forwarded request: "+err.Error(), http.StatusBadRequest)
@@ -200,13 +200,16 @@ func (s *Server) serveAnswer(w http.ResponseWriter, id string) {
 
 // original is the request the proxy asks about, from its X-Forwarded-* headers:
 // method, host, URI, scheme and client. Its other headers (Accept, the reaper
-// header, User-Agent, …) are the proxy's copies of the client's.
+// header, User-Agent, …) are the proxy's copies of the client's. It is r itself,
+// copied once for ctx and rewritten: r's header map is reused, not cloned (the
+// auth call is the listener's own), so this costs one request and one URL.
 func original(ctx context.Context, r *http.Request) (*http.Request, error) {
-	method := strings.ToUpper(r.Header.Get("X-Forwarded-Method"))
+	h := r.Header
+	method := strings.ToUpper(h.Get("X-Forwarded-Method"))
 	if method == "" {
 		method = http.MethodGet
 	}
-	uri := r.Header.Get("X-Forwarded-Uri")
+	uri := h.Get("X-Forwarded-Uri")
 	if uri == "" {
 		uri = "/"
 	}
@@ -214,18 +217,21 @@ func original(ctx context.Context, r *http.Request) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	host := r.Header.Get("X-Forwarded-Host")
+	host := h.Get("X-Forwarded-Host")
 	if host == "" {
 		host = r.Host
 	}
-	h := r.Header.Clone()
-	for _, k := range []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "Content-Length", "Connection", "Upgrade"} {
+	for _, k := range forwardedOnly {
 		delete(h, k)
 	}
-	o := (&http.Request{
-		Method: method, URL: u, RequestURI: uri, Host: host, Header: h,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Body: http.NoBody, RemoteAddr: r.RemoteAddr,
-	}).WithContext(ctx)
+	o := r.WithContext(ctx)
+	o.Method, o.URL, o.RequestURI, o.Host = method, u, uri, host
+	o.Proto, o.ProtoMajor, o.ProtoMinor = "HTTP/1.1", 1, 1
+	o.Body, o.ContentLength, o.TransferEncoding, o.Close = http.NoBody, 0, nil, false
+	o.Form, o.PostForm, o.MultipartForm, o.Trailer = nil, nil, nil, nil
 	return o, nil
 }
+
+// forwardedOnly are the auth call's headers that describe it, not the client's
+// request: dropped from the original.
+var forwardedOnly = []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "Content-Length", "Connection", "Upgrade"}
