@@ -61,6 +61,7 @@ var parts = []struct {
 	{"leaderkill", "H", runLeaderKill, errNoRedis},
 	{"churn", "I", runChurn, errNoRedis},
 	{"tcp", "T", runTCP, errNoPostgres},
+	{"notify", "W", runNotify, errNoPostgres},
 	{"auth", "J", runAuth, errNoCaddy},
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/reaper"
+	"github.com/reapergw/reaper/trigger"
 )
 
 const testToken = "tok-9f3c2b7e-admin"
@@ -34,7 +35,8 @@ type fakeAPI struct {
 	savings  any // nil: 404, as a node without the savings endpoints
 	refuse   map[string]string
 	calls    []call
-	storeErr string // when set, the apps and the settings answer 503 with it
+	storeErr string         // when set, the apps and the settings answer 503 with it
+	triggers []trigger.View // nil: 404, as a node without the triggers' list
 }
 
 func (f *fakeAPI) record(r *http.Request) call {
@@ -116,6 +118,15 @@ func (f *fakeAPI) handler() http.Handler {
 		f.mu.Unlock()
 		httpjson.Write(w, 200, f.settings)
 	})
+	mux.HandleFunc("GET "+trigger.AdminPath, func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.triggers == nil {
+			httpjson.Error(w, 404, "no such admin endpoint")
+			return
+		}
+		httpjson.Write(w, 200, trigger.Answer{Triggers: f.triggers})
+	})
 	mux.HandleFunc("GET /api/savings", func(w http.ResponseWriter, r *http.Request) {
 		if f.savings == nil {
 			httpjson.Error(w, 404, "no such admin endpoint")
@@ -158,6 +169,7 @@ func testApps() []reaper.AppView {
 			LastCheckAt: ptr(time.Now()), ReapAt: &reap, Held: 2,
 			Hold:        &reaper.KeepWarm{Until: t0.Add(6 * time.Hour), Reason: "demo on Friday", By: "bob"},
 			GracePeriod: "2s", GracePeriodFrom: "label reaper.grace_period of container shop-1",
+			Busy:     &reaper.BusyNote{Since: t0, Why: "busy: its busy_url answered 200"},
 			BootTime: "1.234s", MemoryBytes: 40064 << 10, MemoryAt: ptr(time.Now().Add(-time.Minute))},
 		{AppID: "blog", Status: reaper.StatusDown, Routes: []string{"blog", "blog-www"}, Managed: true, LastStatusUpdate: &down,
 			LastCheckAt: ptr(time.Now())},

@@ -7,6 +7,12 @@
 // answer — on a gateway that never proxies (plugin.GatewayOptions.AccessOnly),
 // so the answers are the gateway's own, from the same code.
 //
+// It never reaches the engine itself: the access gateway runs the router the
+// gateway runs, the same plugin instances, so the reaper plugin of a route
+// holds, counts and asks for wakes through that route's one claim on its app
+// (the port, reaper.Route, as a TCP route does), behind the route's own access
+// steps (authentication first: an anonymous request wakes nothing).
+//
 // Files: forwardauth.go (the listener, the original request, /auth and
 // /auth/nginx), recorder.go (what the gateway writes; nginx's kept answers),
 // envoy.go (/auth/envoy/…: Envoy's request line, its 5xx as a 429),

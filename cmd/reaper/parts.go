@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -16,12 +17,14 @@ import (
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/docker"
+	"github.com/reapergw/reaper/paas/kubernetes"
 	"github.com/reapergw/reaper/paas/multi"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/ratelimit"
 	"github.com/reapergw/reaper/reaper"
 	"github.com/reapergw/reaper/reaper/valkeystore"
+	"github.com/reapergw/reaper/trigger"
 	"github.com/reapergw/reaper/webhook"
 )
 
@@ -50,6 +53,10 @@ type parts struct {
 	clusterTLS *leader.TLS
 	metrics    *metrics.Metrics
 	log        *slog.Logger
+	// triggers runs the wake triggers (on the leader); endpoint answers the
+	// producers' calls on the gateway listener (nil without a token trigger).
+	triggers *trigger.Runner
+	endpoint *trigger.Endpoint
 	// doors is the budget of failed attempts at the admin token per client
 	// that the admin API, the dashboard's sign-in and the preview share.
 	doors *ratelimit.Failures
@@ -75,6 +82,7 @@ func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_
 		p.openDriver,
 		p.buildWebhooks,
 		p.buildEngine,
+		p.buildTriggers,
 		p.joinCluster,
 		p.buildJob,
 		p.applyDryRun,
@@ -134,7 +142,7 @@ func (p *parts) openDriver(_ context.Context, cfg *config.Config) error {
 	var drivers []multi.Driver
 	// Declared apps before discovered ones: an id that a docker label claims
 	// too stays the process driver's. Clever Cloud last: it claims any app_….
-	for _, name := range []string{config.DriverProcess, config.DriverDocker, config.DriverCleverCloud} {
+	for _, name := range []string{config.DriverProcess, config.DriverDocker, config.DriverKubernetes, config.DriverCleverCloud} {
 		if !cfg.PaaS.Driver.Has(name) {
 			continue
 		}
@@ -171,6 +179,17 @@ func (p *parts) openOne(cfg *config.Config, name string) (ownedClient, error) {
 			return nil, fmt.Errorf("paas.clevercloud: %w", err)
 		}
 		p.clever = d
+		return d, nil
+	case config.DriverKubernetes:
+		var kc kubernetes.Config
+		if cfg.PaaS.Kubernetes != nil {
+			kc = *cfg.PaaS.Kubernetes
+		}
+		d, err := kubernetes.New(kubernetes.Options{Config: kc, Logger: p.log.With("part", "kubernetes"), UserAgent: "reaper/" + version})
+		if err != nil {
+			return nil, fmt.Errorf("paas.kubernetes: %w", err)
+		}
+		p.closers = append(p.closers, d.Close)
 		return d, nil
 	case config.DriverDocker:
 		var dc docker.Config
@@ -255,8 +274,35 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		}
 	}
 	p.engine = reaper.NewEngine(opts)
+	p.engine.SetTopology(topology(cfg))
 	p.runners = append(p.runners, p.engine.Run)
 	return nil
+}
+
+// buildTriggers builds the wake triggers: the polling and listening ones run
+// on the leader (whileLeader), the producer endpoint on every node's gateway
+// listener.
+func (p *parts) buildTriggers(_ context.Context, cfg *config.Config) error {
+	p.triggers = trigger.New(trigger.Options{
+		Triggers: cfg.Triggers, Waker: p.engine, Observer: p.metrics, Logger: p.log.With("part", "trigger"),
+	})
+	trusted := cfg.Node.TrustedProxiesPrefixes()
+	p.endpoint = trigger.NewEndpoint(p.triggers, trigger.EndpointOptions{
+		ClientKey: func(r *http.Request) string { return ratelimit.Key(plugin.ClientIP(r, trusted)) },
+		Logger:    p.log.With("part", "trigger"),
+	})
+	ids := make([]string, len(cfg.Triggers))
+	for i, c := range cfg.Triggers {
+		ids[i] = c.ID
+	}
+	p.metrics.WatchTriggers(ids)
+	return nil
+}
+
+// topology is what the engine takes of groups[] and of the apps' depends_on.
+func topology(cfg *config.Config) reaper.Topology {
+	deps := cfg.DependsOn()
+	return reaper.Topology{Groups: cfg.ReaperGroups(), DependsOn: func(id string) []string { return deps[id] }}
 }
 
 // joinCluster starts this node's Raft member, when the configuration names a
@@ -357,14 +403,15 @@ func (p *parts) wireJob() {
 	p.runners = append(p.runners, func(ctx context.Context) { p.leader.Run(ctx, p.whileLeader) })
 }
 
-// whileLeader is the leader's work for one term: the job, and the webhooks'
-// deliveries. It returns once both have.
+// whileLeader is the leader's work for one term: the job, the webhooks'
+// deliveries and the wake triggers. It returns once all have.
 func (p *parts) whileLeader(ctx context.Context, term uint64) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if p.webhooks != nil {
 		wg.Go(func() { p.webhooks.Run(ctx) })
 	}
+	wg.Go(func() { p.triggers.Run(ctx) })
 	p.job.Run(ctx, term)
 }
 

@@ -336,7 +336,7 @@ func loadTLS(t *config.TLS) (*tls.Config, error) {
 // serveGateway serves the routes on ln, over TLS when tlsConfig is set.
 func (n *node) serveGateway(ln net.Listener, tlsConfig *tls.Config) {
 	n.gwServer = &http.Server{
-		Handler:           n.gateway,
+		Handler:           n.parts.endpoint.Wrap(n.gateway),
 		ReadHeaderTimeout: n.cfg.Node.ReadHeaderTimeout.D(),
 		IdleTimeout:       n.cfg.Node.IdleTimeout.D(),
 		MaxHeaderBytes:    n.cfg.Node.MaxHeaderBytes,
@@ -482,6 +482,8 @@ func (n *node) reload() {
 		old.Close()
 	}
 	n.cfg.Routes = cfg.Routes
+	n.parts.engine.SetTopology(topology(cfg)) // groups[] are applied live
+	n.cfg.Groups = cfg.Groups
 	if n.acme != nil {
 		n.acme.SetHosts(routeDomains(cfg.Routes))
 	}
