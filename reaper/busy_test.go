@@ -142,7 +142,7 @@ func TestBusyURL_BusyWorkerStaysUpAndSleepsOnceIdle(t *testing.T) {
 	}))
 	e.start()
 	defer e.stop()
-	pollUntil(t, 30*time.Second, "the app seen up", func() bool { return p.app.status() == StatusUp })
+	pollUntil(t, 30*time.Second, "the app seen up", func() bool { return p.route.a.status() == StatusUp })
 
 	// Idle since its start, and busy: asked again and again, never stopped.
 	defer func() {
@@ -151,7 +151,7 @@ func TestBusyURL_BusyWorkerStaysUpAndSleepsOnceIdle(t *testing.T) {
 		}
 	}()
 	pollUntil(t, 30*time.Second, "busy_url asked 5 times", func() bool {
-		if st := p.app.status(); st != StatusUp {
+		if st := p.route.a.status(); st != StatusUp {
 			t.Fatalf("status = %s while its busy_url answers 200, want Up", st)
 		}
 		return asked.Load() >= 5
@@ -171,7 +171,7 @@ func TestBusyURL_BusyWorkerStaysUpAndSleepsOnceIdle(t *testing.T) {
 	})
 
 	status.Store(http.StatusNoContent)
-	pollUntil(t, 30*time.Second, "asleep once its busy_url answers 204", func() bool { return p.app.status() == StatusDown })
+	pollUntil(t, 30*time.Second, "asleep once its busy_url answers 204", func() bool { return p.route.a.status() == StatusDown })
 	if n := e.fake.Count("stop", "worker"); n != 1 {
 		t.Errorf("stops = %d, want 1", n)
 	}
@@ -218,9 +218,9 @@ func TestBusyURL_FailingOrSlowURLKeepsUpForBusyMaxOnly(t *testing.T) {
 			t.Logf("logs:\n%s", e.logs.String())
 		}
 	}()
-	pollUntil(t, 30*time.Second, "the app without a busy_url asleep", func() bool { return routes[2].app.status() == StatusDown })
+	pollUntil(t, 30*time.Second, "the app without a busy_url asleep", func() bool { return routes[2].route.a.status() == StatusDown })
 	pollUntil(t, 30*time.Second, "both apps with a failing busy_url asleep after busy_max", func() bool {
-		return routes[0].app.status() == StatusDown && routes[1].app.status() == StatusDown
+		return routes[0].route.a.status() == StatusDown && routes[1].route.a.status() == StatusDown
 	})
 	for _, id := range []string{"hung", "dead"} {
 		hist, _, err := e.store.History(context.Background(), id, 0, 100)

@@ -117,11 +117,8 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, end HoldEnd) (answer *plugin.Ans
 	rec := end.Rec
 	switch end.Err {
 	case nil:
-		admit := p.admit
-		if p.isNotActivity(ex.Request) { // a crawler's file: served, not a visit
-			admit = p.admitQuiet
-		}
-		if _, admitted := admit(ex); !admitted {
+		// A crawler's file (not_activity) is served, but is no visit.
+		if _, admitted := p.admit(ex, p.isNotActivity(ex.Request)); !admitted {
 			if end.Released {
 				p.route.GiveBack(true) // asleep again: nothing went
 			}

@@ -118,18 +118,18 @@ func TestNotActivity_WakesASleepingAppToAnswer(t *testing.T) {
 		e.start()
 		defer e.stop()
 		settle()
-		if st := p.app.status(); st != StatusDown {
+		if st := p.route.a.status(); st != StatusDown {
 			t.Fatalf("status = %s, want Down", st)
 		}
 		r := do(context.Background(), p, apiRequest("GET", "/robots.txt"), false)
 		if r.answer != nil || r.err != nil {
 			t.Fatalf("robots.txt for a sleeping app: answer %v, err %v; want it held, then sent to the app", r.status(), r.err)
 		}
-		if p.app.status() != StatusUp || e.fake.Count("start", "app") != 1 {
-			t.Fatalf("status = %s, starts = %d; want Up after one start", p.app.status(), e.fake.Count("start", "app"))
+		if p.route.a.status() != StatusUp || e.fake.Count("start", "app") != 1 {
+			t.Fatalf("status = %s, starts = %d; want Up after one start", p.route.a.status(), e.fake.Count("start", "app"))
 		}
-		if _, ok := p.app.awake.paths[("/robots.txt")]; ok {
-			t.Errorf("robots.txt is counted among the paths that keep the app awake")
+		if rep, _ := e.engine.Awake("app", AwakeKeys); len(rep.Paths) != 0 {
+			t.Errorf("robots.txt is counted among the paths that keep the app awake: %v", rep.Paths)
 		}
 		took := waitStatus(t, p, StatusDown, 5*time.Minute)
 		if took > time.Minute+31*time.Second {
