@@ -185,6 +185,9 @@ func (e *Engine) sweep() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for id, a := range e.apps {
+		if e.topo != nil && e.topo.groupOf[id] != nil {
+			continue // a group's member is managed without a route (topology.go)
+		}
 		if len(a.claims) == 0 && a.inFlight.Load() == 0 && a.held.Load() == 0 && !a.waiting.Load() &&
 			a.lastAccess.Load() <= a.flushed.Load() {
 			delete(e.apps, id)
