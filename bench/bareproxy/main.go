@@ -5,6 +5,9 @@
 //
 // Usage: bareproxy --listen 127.0.0.1:0 --target http://127.0.0.1:3001
 //
+// With a tcp:// target (--target tcp://127.0.0.1:5432) it is a bare TCP
+// forwarder instead (tcp.go): part T's yardstick.
+//
 // It writes "bareproxy listening on ADDR" to stderr once it accepts connections,
 // and stops on SIGTERM or SIGINT.
 package main
@@ -60,12 +63,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	target, err := url.Parse(*targetFlag)
-	if err != nil || target.Scheme != "http" || target.Host == "" {
-		return fmt.Errorf("--target %q is not an http URL", *targetFlag)
+	if err != nil || (target.Scheme != "http" && target.Scheme != "tcp") || target.Host == "" {
+		return fmt.Errorf("--target %q is not an http:// or tcp:// URL", *targetFlag)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
+	}
+	if target.Scheme == "tcp" {
+		fmt.Fprintf(stderr, "bareproxy listening on %s\n", ln.Addr())
+		return serveTCP(ctx, ln, target.Host)
 	}
 	srv := &http.Server{Handler: newProxy(target)}
 	served := make(chan error, 1)
