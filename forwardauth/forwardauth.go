@@ -6,6 +6,12 @@
 // plugin's classification, monitoring filters, waiting page, hold or unavailable
 // answer — on a gateway that never proxies (plugin.GatewayOptions.AccessOnly),
 // so the answers are the gateway's own, from the same code.
+//
+// It never reaches the engine itself: the access gateway runs the router the
+// gateway runs, the same plugin instances, so the reaper plugin of a route
+// holds, counts and asks for wakes through that route's one claim on its app
+// (the port, reaper.Route, as a TCP route does), behind the route's own access
+// steps (authentication first: an anonymous request wakes nothing).
 package forwardauth
 
 import (
@@ -59,6 +65,10 @@ type Options struct {
 	Routes        func() []*plugin.Route
 	TraefikRoutes []string
 	AuthURL       string
+	// TraefikLabeled, when set, returns the ids of the routes whose apps ask
+	// for Traefik themselves (a container's reaper.traefik label), given too.
+	// Asked at each PathTraefik call: it must not wait on the platform.
+	TraefikLabeled func() []string
 }
 
 // Server is the forward-auth listener's handler.
@@ -69,16 +79,17 @@ type Server struct {
 	log     *slog.Logger
 	answers *answerStore
 
-	routes        func() []*plugin.Route
-	traefikRoutes map[string]bool
-	authURL       string
+	routes         func() []*plugin.Route
+	traefikRoutes  map[string]bool
+	traefikLabeled func() []string
+	authURL        string
 }
 
 // New returns the handler; access runs the routes' access steps without
 // proxying (a plugin.Gateway built with AccessOnly).
 func New(access http.Handler, opts Options) *Server {
 	s := &Server{access: access, trusted: opts.Trusted, holdMax: opts.HoldMax, log: opts.Logger, answers: newAnswerStore(),
-		routes: opts.Routes, traefikRoutes: map[string]bool{}, authURL: opts.AuthURL}
+		routes: opts.Routes, traefikRoutes: map[string]bool{}, traefikLabeled: opts.TraefikLabeled, authURL: opts.AuthURL}
 	for _, id := range opts.TraefikRoutes {
 		s.traefikRoutes[id] = true
 	}

@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -85,13 +86,13 @@ var outcomeOf = [...]string{replyStatus: OutcomeStatus, replyPoll: OutcomeStatus
 // app not observed yet) shows as Up, in the JSON as in the header.
 func (p *Plugin) statusAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 	return answer(ex, http.StatusOK, st, map[string]any{
-		"status": st.Marker(), "ready_delay_ms": p.readyDelay.Milliseconds(),
+		"status": st.Marker(), "ready_delay_ms": p.route.ReadyDelay().Milliseconds(),
 	})
 }
 
 func (p *Plugin) pollAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 	return answer(ex, http.StatusServiceUnavailable, st, map[string]any{
-		"status": string(st), "ready_delay_ms": p.readyDelay.Milliseconds(),
+		"status": string(st), "ready_delay_ms": p.route.ReadyDelay().Milliseconds(),
 	})
 }
 
@@ -101,7 +102,7 @@ func (p *Plugin) monitoringAnswer(ex *plugin.Exchange, st Status) *plugin.Answer
 
 func (p *Plugin) unavailableAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 	body := map[string]any{"error": "the application is waking up, retry later", "status": string(st)}
-	eta, known := p.engine.retryAfterSeconds(p.app.id, time.Now())
+	eta, known := retryAfterSeconds(p.engine.Remaining(p.AppID, time.Now()))
 	if known {
 		body["eta_seconds"], _ = strconv.Atoi(eta)
 	}
@@ -113,13 +114,26 @@ func (p *Plugin) unavailableAnswer(ex *plugin.Exchange, st Status) *plugin.Answe
 	return a
 }
 
+// retryAfterSeconds is the Retry-After of an answer given while the app wakes,
+// from what is left of its wake by its ETA (Engine.Remaining): at least 1 s, or
+// the reference's 30 s when unknown.
+func retryAfterSeconds(left time.Duration, known, late bool) (string, bool) {
+	if !known {
+		return retryAfter, false
+	}
+	if late {
+		left = time.Second // longer than usual: look again soon
+	}
+	return strconv.Itoa(max(1, int(math.Ceil(left.Seconds())))), true
+}
+
 // failedAnswer answers for an app in Error, with the Error's cause: rec's, the
 // record on which the request's hold ended (the same for every request held for
 // the wake), else the app's record now.
 func (p *Plugin) failedAnswer(ex *plugin.Exchange, rec *Record) *plugin.Answer {
 	body := map[string]any{"error": "the application could not be started", "status": string(StatusError)}
 	if rec == nil || rec.Status != StatusError {
-		rec = p.app.rec.Load()
+		rec = p.route.Record()
 	}
 	if rec != nil && rec.Status == StatusError {
 		if c := publicCause(rec.ErrorCause); c != "" {
@@ -176,7 +190,7 @@ func (p *Plugin) shutdownAnswer(ex *plugin.Exchange, st Status) *plugin.Answer {
 // route's own, with the wake's progress and the path of its live stream.
 func (p *Plugin) waitingPage(ex *plugin.Exchange, st Status) (*plugin.Answer, error) {
 	w := p.waiting(ex, st)
-	w.Progress = p.engine.viewOf(p.app, p.readyDelay, time.Now()).progress
+	w.Progress = routeView(p.route, time.Now()).progress
 	w.EventsURL = ex.PathPrefix() + WellKnownEventsPath
 	body, err := p.renderPage(ex, w, ex.Request.Header.Get("Accept-Language"))
 	if err != nil {
@@ -202,13 +216,13 @@ func (p *Plugin) waiting(ex *plugin.Exchange, st Status) page.Waiting {
 		AppID:     p.AppID,
 		Status:    string(st),
 		RequestID: ex.ID,
-		Node:      p.engine.opts.Node,
+		Node:      p.opts.Node,
 	}
 }
 
 // appName is the app's name on its platform, else the route's name.
 func (p *Plugin) appName() string {
-	if rec := p.app.rec.Load(); rec != nil && rec.Name != "" {
+	if rec := p.route.Record(); rec != nil && rec.Name != "" {
 		return rec.Name
 	}
 	return p.routeName

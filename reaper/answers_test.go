@@ -40,7 +40,7 @@ func TestAnswers_WhileAsleep(t *testing.T) {
 			t.Errorf("monitor marker = %q", r.answer.Header.Get(HeaderStatus))
 		}
 		settle()
-		if fake.Count("start", "app") != 0 || !p.app.lastAccessTime().IsZero() {
+		if fake.Count("start", "app") != 0 || !p.route.a.lastAccessTime().IsZero() {
 			t.Fatalf("a monitor woke the app or counted as traffic")
 		}
 
@@ -66,7 +66,7 @@ func TestAnswers_WhileAsleep(t *testing.T) {
 		if fake.Count("start", "app") != 1 {
 			t.Errorf("the browser's request did not wake the app")
 		}
-		if p.app.lastAccessTime().IsZero() {
+		if p.route.a.lastAccessTime().IsZero() {
 			t.Errorf("a request that found the app asleep did not count as traffic")
 		}
 
@@ -94,7 +94,7 @@ func TestAnswers_WhileAsleep(t *testing.T) {
 		// Once up: polls, monitors go through, and are not traffic.
 		fake.FinishStart("app")
 		settle()
-		before := p.app.lastAccessTime()
+		before := p.route.a.lastAccessTime()
 		time.Sleep(time.Minute)
 		if r := do(context.Background(), p, poll, false); r.answer != nil {
 			t.Errorf("poll on an awake app got %d, want to reach the app", r.status())
@@ -102,7 +102,7 @@ func TestAnswers_WhileAsleep(t *testing.T) {
 		if r := do(context.Background(), p, mon, false); r.answer != nil {
 			t.Errorf("monitor on an awake app got %d, want to reach the app", r.status())
 		}
-		if !p.app.lastAccessTime().Equal(before) {
+		if !p.route.a.lastAccessTime().Equal(before) {
 			t.Errorf("a poll or a monitor counted as traffic")
 		}
 	})

@@ -3,7 +3,6 @@ package reaper
 import (
 	"cmp"
 	"math/rand/v2"
-	"net/http"
 	"net/netip"
 	"slices"
 	"sync"
@@ -87,10 +86,11 @@ func (w *appAwake) reset(now time.Time) {
 	w.mu.Unlock()
 }
 
-// note counts a request that moved the idle clock. Past awakeExact requests only
-// one in awakeSampleOne, drawn at random (a periodic client cannot fall between
-// the samples), takes the lock, counted for awakeSampleOne.
-func (w *appAwake) note(client netip.Addr, r *http.Request) {
+// note counts a request that moved the idle clock (its client, path and user
+// agent). Past awakeExact requests only one in awakeSampleOne, drawn at random
+// (a periodic client cannot fall between the samples), takes the lock, counted
+// for awakeSampleOne.
+func (w *appAwake) note(client netip.Addr, path, agent string) {
 	n := w.seen.Add(1)
 	weight := int64(1)
 	if n > awakeExact {
@@ -99,7 +99,7 @@ func (w *appAwake) note(client netip.Addr, r *http.Request) {
 		}
 		weight = awakeSampleOne
 	}
-	addr, path, agent := client.String(), clip(r.URL.Path), clip(r.Header.Get("User-Agent"))
+	addr, path, agent := client.String(), clip(path), clip(agent)
 	w.mu.Lock()
 	if w.clients == nil {
 		w.clients, w.paths, w.agents = topCounter{}, topCounter{}, topCounter{}

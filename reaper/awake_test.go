@@ -11,6 +11,11 @@ import (
 	"time"
 )
 
+// noteRequest notes r as the reaper plugin does (Route.NoteAwake).
+func noteRequest(w *appAwake, client netip.Addr, r *http.Request) {
+	w.note(client, r.URL.Path, r.Header.Get("User-Agent"))
+}
+
 // A flood of distinct clients never grows the counters past their bound, and
 // cannot push out the client that really keeps the app awake.
 func TestAppAwake_BoundedUnderAFloodOfDistinctClients(t *testing.T) {
@@ -22,10 +27,10 @@ func TestAppAwake_BoundedUnderAFloodOfDistinctClients(t *testing.T) {
 	flood := httptest.NewRequest("GET", "/", nil)
 	for i := range 100_000 {
 		if i%10 == 0 {
-			w.note(checker, req)
+			noteRequest(&w, checker, req)
 			continue
 		}
-		w.note(netip.AddrFrom4([4]byte{172, 16, byte(i >> 8), byte(i)}), flood)
+		noteRequest(&w, netip.AddrFrom4([4]byte{172, 16, byte(i >> 8), byte(i)}), flood)
 	}
 	w.mu.Lock()
 	sizes := []int{len(w.clients), len(w.paths), len(w.agents)}
@@ -56,7 +61,7 @@ func TestAppAwake_ExactUntilSampling(t *testing.T) {
 	req := httptest.NewRequest("GET", "/cron/run?x=1", nil)
 	req.Header.Set("User-Agent", strings.Repeat("a", 500))
 	for range 30 {
-		w.note(netip.MustParseAddr("::1"), req)
+		noteRequest(&w, netip.MustParseAddr("::1"), req)
 	}
 	r := w.report("app", "n1", 10)
 	if r.Sampled || r.Requests != 30 || r.Clients[0] != (AwakeCount{"::1", 30}) || r.Paths[0] != (AwakeCount{"/cron/run", 30}) {

@@ -50,7 +50,7 @@ func TestCommit_AChangeIsToldBeforeThisNodeActsOnIt(t *testing.T) {
 		go func() { held <- do(context.Background(), p, apiRequest("GET", "/"), true) }()
 		<-n.entered
 		settle() // the store's watch, the engine's poll: whatever would apply the record now does
-		if st := p.app.status(); st == StatusUp {
+		if st := p.route.a.status(); st == StatusUp {
 			t.Fatal("this node applied the change to Up before it was told")
 		}
 		select {
@@ -121,7 +121,7 @@ func TestCommit_WhatIsToldIsBounded(t *testing.T) {
 		if err := <-n.gaveUp; err != context.DeadlineExceeded {
 			t.Errorf("the notifier's context ended with %v, want its deadline", err)
 		}
-		if rec := p.app.rec.Load(); rec == nil || rec.Hold == nil || rec.Hold.By != "ops" {
+		if rec := p.route.a.rec.Load(); rec == nil || rec.Hold == nil || rec.Hold.By != "ops" {
 			t.Errorf("the node's view after the hold: %+v, want the hold", rec)
 		}
 	})

@@ -30,13 +30,14 @@
 //
 // A request's path, on every node:
 //
-//   - plugin.go: the reaper plugin on a route; config.go: its configuration on
-//     one route (the reference's keys); protocol.go: the wire protocol as one
-//     table (classify, answerFor); answers.go: the answers given in place of
-//     the app; wellknown.go: reaper's own paths under /.well-known/reaper/ on
-//     every host; preview.go: a route's waiting page as a browser would get it;
-//     liveevents.go: the waiting page's live progress stream, and progress.go:
-//     how far a wake went, as the page shows it.
+//   - plugin.go: the reaper plugin on a route, which reaches the engine only
+//     through the port below (its Route, Engine.Options); config.go: its
+//     configuration on one route (the reference's keys); protocol.go: the wire
+//     protocol as one table (classify, answerFor); answers.go: the answers
+//     given in place of the app; wellknown.go: reaper's own paths under
+//     /.well-known/reaper/ on every host; preview.go: a route's waiting page as
+//     a browser would get it; liveevents.go: the waiting page's live progress
+//     stream, and progress.go: how far a wake went, as the page shows it (pure).
 //   - heldrequest.go: a held request, from the plugin's side (its body,
 //     parking, the answer once its hold ends), held through the plugin's own
 //     Route (port.go); hold.go: the node's holds and the
@@ -58,7 +59,9 @@
 //     app, with no *plugin.Exchange: HTTP (heldrequest.go) is its first user,
 //     TCP (package tcproute) the next; porthold.go: the hold in its parts
 //     (Wait, StartHold for a parked caller, HoldEnd with the record it ended
-//     on) for a transport that decides its own answers.
+//     on) for a transport that decides its own answers; portread.go: what a
+//     transport reads of its app (its record, its wake, its ETA), none of it
+//     waiting.
 //
 // The stores:
 //
@@ -73,7 +76,8 @@
 //
 //   - admin.go: the admin API of apps and settings; adminactions.go: the
 //     operators' actions on an app (wake, sleep now, hold awake, release,
-//     reset); adminreap.go: the reference's _reap; adminwatch.go: the
+//     reset); wakefor.go: the same wake asked by a wake trigger (package
+//     trigger), named in the history; adminreap.go: the reference's _reap; adminwatch.go: the
 //     API's views over time (why awake, recent wakes, the event stream);
 //     adminwire.go: its requests and answers on the wire, and the prefixes it
 //     is mounted on (package adminapi is its client, for the CLI and the

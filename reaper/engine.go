@@ -97,8 +97,7 @@ type Engine struct {
 	events   eventLog
 	observer Observer
 	live     atomic.Int64 // live progress streams open (liveevents.go)
-	failures *ratelimit.Failures
-	wakes    *wakeLimits // nil: wakes are not limited
+	wakes    *wakeLimits  // nil: wakes are not limited
 
 	mu   sync.RWMutex
 	apps map[string]*app
@@ -171,6 +170,9 @@ func NewEngine(opts EngineOptions) *Engine {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Failures == nil {
+		opts.Failures = ratelimit.NewDoors(opts.Logger)
+	}
 	e := &Engine{
 		opts:     opts,
 		store:    opts.Store,
@@ -182,10 +184,6 @@ func NewEngine(opts EngineOptions) *Engine {
 	}
 	e.holds = newHolds(e, opts.PollInterval, opts.MaxHeld, opts.Logger)
 	e.wakes = newWakeLimits(opts.MaxWakesPerClient, opts.MaxWakesPerMinute)
-	e.failures = opts.Failures
-	if e.failures == nil {
-		e.failures = ratelimit.NewDoors(opts.Logger)
-	}
 	e.observer = opts.Observer
 	if e.observer == nil {
 		e.observer = noObserver{}

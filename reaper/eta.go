@@ -2,7 +2,6 @@ package reaper
 
 import (
 	"context"
-	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -92,19 +91,6 @@ func (e *Engine) Remaining(appID string, now time.Time) (left time.Duration, kno
 		return 0, true, true
 	}
 	return left, true, false
-}
-
-// retryAfterSeconds is the Retry-After of an answer given while the app wakes:
-// the time left by its ETA (at least 1 s), or the reference's 30 s when unknown.
-func (e *Engine) retryAfterSeconds(appID string, now time.Time) (string, bool) {
-	left, known, late := e.Remaining(appID, now)
-	if !known {
-		return retryAfter, false
-	}
-	if late {
-		left = time.Second // longer than usual: look again soon
-	}
-	return strconv.Itoa(max(1, int(math.Ceil(left.Seconds())))), true
 }
 
 // loadBoots reads the recent wakes of every managed app from the store's

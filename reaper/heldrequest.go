@@ -117,7 +117,7 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, end HoldEnd) (answer *plugin.Ans
 	rec := end.Rec
 	switch end.Err {
 	case nil:
-		if _, admitted := p.admit(ex); !admitted {
+		if _, admitted := p.admit(ex, false); !admitted {
 			if end.Released {
 				p.route.GiveBack(true) // asleep again: nothing went
 			}

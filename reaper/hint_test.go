@@ -67,7 +67,7 @@ func TestReaper_TheAppsOwnGracePeriodWinsOverItsRoutes(t *testing.T) {
 		}
 		time.Sleep(3 * time.Minute) // synctest: simulated
 		settle()
-		if st := p.app.status(); st != StatusDown || fake.Count("stop", "app") != 1 {
+		if st := p.route.a.status(); st != StatusDown || fake.Count("stop", "app") != 1 {
 			t.Fatalf("3m after the wake: %s, %d stops; want Down after the label's 2m", st, fake.Count("stop", "app"))
 		}
 
@@ -82,7 +82,7 @@ func TestReaper_TheAppsOwnGracePeriodWinsOverItsRoutes(t *testing.T) {
 		}
 		time.Sleep(5 * time.Minute)
 		settle()
-		if st := p.app.status(); st != StatusUp {
+		if st := p.route.a.status(); st != StatusUp {
 			t.Errorf("5m after the second wake: %s, want Up (the route's 15m)", st)
 		}
 	})

@@ -457,11 +457,7 @@ func (e *Engine) recheck(ctx context.Context, a *app, wake bool) bool {
 		return true
 	}
 	ch := a.changed()
-	if wake {
-		e.asks.askSoon(a, time.Now())
-	} else {
-		e.asks.lookSoon(a, time.Now())
-	}
+	e.lookSoon(a, wake, time.Now())
 	t := time.NewTimer(recheckWait)
 	defer t.Stop()
 	for {

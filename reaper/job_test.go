@@ -32,9 +32,9 @@ func upApp(ids ...string) *paastest.Fake {
 func waitStatus(t *testing.T, p *Plugin, want Status, limit time.Duration) time.Duration {
 	t.Helper()
 	begin := time.Now()
-	for p.app.status() != want {
+	for p.route.a.status() != want {
 		if time.Since(begin) > limit {
-			t.Fatalf("status = %s after %v, want %s", p.app.status(), limit, want)
+			t.Fatalf("status = %s after %v, want %s", p.route.a.status(), limit, want)
 		}
 		time.Sleep(time.Second)
 	}
@@ -48,7 +48,7 @@ func TestJob_SleepsAfterTheGracePeriod(t *testing.T) {
 		e.start()
 		defer e.stop()
 		settle()
-		if st := p.app.status(); st != StatusUp {
+		if st := p.route.a.status(); st != StatusUp {
 			t.Fatalf("status = %s, want Up", st)
 		}
 		took := waitStatus(t, p, StatusDown, time.Hour)
@@ -79,7 +79,7 @@ func TestJob_InFlightRequestKeepsTheAppAwake_IdleClockStartsAtItsEnd(t *testing.
 			t.Fatalf("got %d", r.status())
 		}
 		time.Sleep(2 * time.Hour)
-		if st := p.app.status(); st != StatusUp || e.fake.Count("stop", "app") != 0 {
+		if st := p.route.a.status(); st != StatusUp || e.fake.Count("stop", "app") != 0 {
 			t.Fatalf("stopped under an open request: %s", st)
 		}
 		r.ex.Finish()
@@ -121,7 +121,7 @@ func TestJob_DryRunNeverStops(t *testing.T) {
 		e.start()
 		defer e.stop()
 		time.Sleep(time.Hour)
-		if st := p.app.status(); st != StatusUp || e.fake.Count("stop", "app") != 0 {
+		if st := p.route.a.status(); st != StatusUp || e.fake.Count("stop", "app") != 0 {
 			t.Fatalf("dry run stopped the app: %s", st)
 		}
 		if !strings.Contains(e.logs.String(), "would put an idle app to sleep") {
@@ -141,7 +141,7 @@ func TestJob_AppsChangedFromOutside(t *testing.T) {
 		// Stopped from the console: Down, and the next request wakes it.
 		e.fake.Set("app", paastest.App{State: paas.StateShouldBeDown})
 		settle()
-		if st := p.app.status(); st != StatusDown {
+		if st := p.route.a.status(); st != StatusDown {
 			t.Fatalf("status = %s after a stop from outside, want Down", st)
 		}
 		if r := do(context.Background(), p, apiRequest("GET", "/"), false); r.answer != nil {
@@ -157,7 +157,7 @@ func TestJob_AppsChangedFromOutside(t *testing.T) {
 		time.Sleep(30 * time.Minute)
 		e.fake.Set("app", paastest.App{State: paas.StateShouldBeUp})
 		settle()
-		if st := p.app.status(); st != StatusUp {
+		if st := p.route.a.status(); st != StatusUp {
 			t.Fatalf("status = %s after a start from outside, want Up", st)
 		}
 		took := waitStatus(t, p, StatusDown, time.Hour)
@@ -264,7 +264,7 @@ func TestJob_StateReadBeforeAStartEndedNeverRestartsTheApp(t *testing.T) {
 		if n := fake.Count("start", "app"); n != 0 {
 			t.Errorf("start calls = %d: a start was sent to an app that had just come up (a restart)", n)
 		}
-		if st := p.app.status(); st != StatusUp {
+		if st := p.route.a.status(); st != StatusUp {
 			t.Errorf("status = %s, want Up", st)
 		}
 	})
@@ -461,8 +461,8 @@ func TestJob_AskForAManagedAppReadsNoOtherRecord(t *testing.T) {
 		if n := store.reads.Load() - 1; n != 0 {
 			t.Errorf("three asks for a managed app read every record %d times, want none", n)
 		}
-		if p.app.status() != StatusUp {
-			t.Errorf("status %s, want Up", p.app.status())
+		if p.route.a.status() != StatusUp {
+			t.Errorf("status %s, want Up", p.route.a.status())
 		}
 		_ = e.job.Ask(context.Background(), "gone")
 		settle()

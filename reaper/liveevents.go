@@ -49,10 +49,10 @@ func (p *Plugin) liveEvents(ex *plugin.Exchange) *plugin.Answer {
 	if a := onlyGet(ex, WellKnownEventsPath); a != nil {
 		return a
 	}
-	e, a := p.engine, p.app
-	st := a.status()
-	if e.live.Add(1) > int64(e.opts.MaxLiveStreams) {
-		e.live.Add(-1)
+	r := p.route
+	st := r.Status()
+	release, ok := p.engine.TakeStream()
+	if !ok {
 		ans := answer(ex, http.StatusServiceUnavailable, st, map[string]any{
 			"error": "too many live progress streams on this node, poll instead", "status": string(st)})
 		ans.Header.Set("Retry-After", "5")
@@ -62,13 +62,13 @@ func (p *Plugin) liveEvents(ex *plugin.Exchange) *plugin.Answer {
 		// A stream asks for the wake as the page's request did: past a wake
 		// limit, it is refused like that request (a script cannot open streams
 		// to wake apps the limit refuses it).
-		if wait, limited := e.askWake(a, st, ex.ClientIP, time.Now()); limited {
-			e.live.Add(-1)
+		if wait, limited := r.AskWakeFrom(ex.ClientIP, st); limited {
+			release()
 			ans, _ := p.tooManyWakesAnswer(ex, kindPoll, st, wait) // JSON: no error
 			return ans
 		}
 	}
-	ex.OnDone(func() { e.live.Add(-1) })
+	ex.OnDone(release)
 	h := http.Header{}
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -96,7 +96,7 @@ func onlyGet(ex *plugin.Exchange, path string) *plugin.Answer {
 // when something it says changed, into one buffer reused for the stream's
 // life.
 func (p *Plugin) streamProgress(ctx context.Context, w io.Writer, flush func() error) {
-	e, a := p.engine, p.app
+	r, stopping := p.route, p.engine.Stopping()
 	buf := make([]byte, 0, 512)
 	end := time.NewTimer(p.FailTimeout.D())
 	defer end.Stop()
@@ -112,8 +112,8 @@ func (p *Plugin) streamProgress(ctx context.Context, w io.Writer, flush func() e
 		return err == nil && flush() == nil
 	}
 	for {
-		changed := a.changed() // before reading the record, so no change is missed
-		v := e.viewOf(a, p.readyDelay, time.Now())
+		changed := r.Changed() // before reading the record, so no change is missed
+		v := routeView(r, time.Now())
 		if k := v.key(); !sent || k != last {
 			event := page.EventState
 			if v.state == page.StateReady {
@@ -133,15 +133,15 @@ func (p *Plugin) streamProgress(ctx context.Context, w io.Writer, flush func() e
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.holds.stopping:
+		case <-stopping:
 			return
 		case <-end.C:
 			return
 		case <-changed:
 		case <-ready.C:
 		case <-tick.C:
-			if a.status().Asleep() {
-				e.asks.ask(a, time.Now())
+			if r.Status().Asleep() {
+				r.AskWake()
 			}
 			if quiet += liveAskEvery; quiet >= liveKeepAlive {
 				if !send(keepAlive) {

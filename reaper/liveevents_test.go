@@ -142,7 +142,7 @@ func TestLiveEvents_FollowTheWakeUntilReady(t *testing.T) {
 		if up.name != "state" || up.data["status"] != "Up" || up.data["state"] != "almost" || up.data["up_ms"] == nil || up.data["ready_ms"] != nil {
 			t.Fatalf("once up: %s %v; want almost, up, not ready within the ready delay", up.name, up.data)
 		}
-		upSeen := time.Unix(0, p.app.upSeen.Load())
+		upSeen := time.Unix(0, p.route.a.upSeen.Load())
 		<-s.done
 		ready := s.last(t)
 		if ready.name != "ready" || ready.data["state"] != "ready" || ready.data["ready_ms"] == nil {
@@ -177,7 +177,7 @@ func TestLiveEvents_IsAPollNeverTraffic(t *testing.T) {
 		if n := fake.Count("start", "app"); n != 1 {
 			t.Fatalf("starts after the stream opened: %d, want 1 (it asks for the wake as a poll does)", n)
 		}
-		if at := p.app.lastAccessTime(); !at.IsZero() {
+		if at := p.route.a.lastAccessTime(); !at.IsZero() {
 			t.Errorf("the stream counted as traffic at %v", at)
 		}
 		time.Sleep(16 * time.Second)
@@ -199,7 +199,7 @@ func TestLiveEvents_IsAPollNeverTraffic(t *testing.T) {
 		if !s.ended() || e.engine.live.Load() != 0 {
 			t.Errorf("the client went away: ended %v, %d streams counted", s.ended(), e.engine.live.Load())
 		}
-		if at := p.app.lastAccessTime(); !at.IsZero() {
+		if at := p.route.a.lastAccessTime(); !at.IsZero() {
 			t.Errorf("the stream counted as traffic at %v", at)
 		}
 	})

@@ -35,14 +35,15 @@ func init() {
 type Plugin struct {
 	Config
 
-	engine     *Engine
-	route      *Route // the port's claim on the app: holds (heldrequest.go)
-	app        *app
-	routeID    string
-	routeName  string
-	readyDelay time.Duration
-	log        *slog.Logger
-	pageErr    throttle // logs that a custom waiting page failed to render
+	// The plugin reaches the engine only through its exported calls: the
+	// port's claim on the app (route: what the app's status and record are, its
+	// holds, its traffic, its wake asks), and the node's options and places.
+	engine    *Engine
+	route     *Route
+	opts      EngineOptions // the engine's (Engine.Options), read once
+	routeName string
+	log       *slog.Logger
+	pageErr   throttle // logs that a custom waiting page failed to render
 }
 
 var (
@@ -61,23 +62,20 @@ func (p *Plugin) Provision(ctx plugin.ProvisionContext) error {
 	if !ok || engine == nil {
 		return errors.New("reaper: no reaper engine is wired into this gateway")
 	}
-	if err := p.findApp(ctx, engine.opts); err != nil {
+	p.opts = engine.Options()
+	if err := p.findApp(ctx, p.opts); err != nil {
 		return err
 	}
 	p.engine = engine
-	p.routeID = ctx.Route.ID
 	p.routeName = ctx.Route.Name
 	if p.routeName == "" {
-		p.routeName = p.routeID
+		p.routeName = ctx.Route.ID
 	}
 	p.log = ctx.Logger
-	p.readyDelay = engine.opts.readyDelay(p.AppID)
-	if p.ReadyDelay != nil {
-		p.readyDelay = p.ReadyDelay.D()
-	}
-	// Its requests are held through the port, as a TCP route's connections are.
-	p.route = engine.claim(p.routeID, p.routeName, &p.Config, ctx.DropIdleConnections)
-	p.app = engine.app(p.AppID)
+	// Its requests are counted and held through the port, as a TCP route's
+	// connections are; its kept-alive connections to the app's backends are
+	// dropped when the app stops or wakes.
+	p.route = engine.ClaimWith(ctx.Route.ID, p.routeName, &p.Config, ctx.DropIdleConnections)
 	return nil
 }
 
@@ -111,8 +109,8 @@ func (p *Plugin) findApp(ctx plugin.ProvisionContext, opts EngineOptions) error 
 
 // Cleanup withdraws the route's claim on its app.
 func (p *Plugin) Cleanup() error {
-	if p.engine != nil {
-		p.engine.Unregister(p.routeID, p.AppID, &p.Config)
+	if p.route != nil {
+		p.route.Release()
 	}
 	return nil
 }
@@ -135,70 +133,52 @@ func (p *Plugin) ValidateAccess(ex *plugin.Exchange) (*plugin.Answer, error) {
 	}
 	k := p.classify(ex.Request)
 	ex.Class = kindNames[k]
-	return p.respond(ex, k, p.app.status())
+	return p.respond(ex, k, p.route.Status())
 }
 
 // respond answers ex, a request of kind k for an app last seen in status st, by
 // the protocol table: nil (and no error) lets it go to the app.
 func (p *Plugin) respond(ex *plugin.Exchange, k requestKind, st Status) (*plugin.Answer, error) {
 	v := answerFor(k, st, p.AllowWaitingPage, p.APIBehavior)
-	if v.reply == replyForward && p.app.queue.waiting() {
+	if v.reply == replyForward && p.route.Releasing() {
 		// The app is up, but requests held for it are still being released at
 		// its pace: this one waits its turn behind them.
 		return p.holdThenAdmit(ex)
 	}
 	switch v.reply {
 	case replyForward, replyForwardQuiet:
-		admit := p.admit
-		if v.reply == replyForwardQuiet {
-			admit = p.admitQuiet
-		}
-		if asleep, ok := admit(ex); !ok {
+		if asleep, ok := p.admit(ex, v.reply == replyForwardQuiet); !ok {
 			// The app went to sleep meanwhile: answer as for a sleeping app
 			// (asleep is a sleeping status, so this never forwards again).
 			return p.respond(ex, k, asleep)
 		}
 		return nil, nil
 	}
-	now := time.Now()
 	if v.wake {
-		if wait, limited := p.engine.askWake(p.app, st, ex.ClientIP, now); limited {
+		if wait, limited := p.route.AskWakeFrom(ex.ClientIP, st); limited {
 			return p.tooManyWakesAnswer(ex, k, st, wait) // no wake, and no traffic
 		}
 	}
 	if v.touch {
-		p.app.touch(now)
+		p.route.Touch()
 	}
 	return p.answer(ex, v.reply, st)
 }
 
-// admit counts the request as traffic until it ends, unless the app went to sleep
-// meanwhile: then it returns the sleeping status and false. The count is taken
-// before the status is read again, and the job writes the status before it reads
-// the counts, so a stop and a request never miss each other.
-func (p *Plugin) admit(ex *plugin.Exchange) (Status, bool) {
-	a := p.app
-	end := a.begin()
-	if st := a.status(); st.Asleep() {
-		end()
+// admit counts the request as traffic until it ends (Route.Admit), unless the
+// app went to sleep meanwhile: then it returns the sleeping status and false.
+// A quiet request (a poll, a monitor: not traffic) keeps the app from being
+// stopped under it while it runs, but does not move the idle clock, nor count
+// in why the app is awake.
+func (p *Plugin) admit(ex *plugin.Exchange, quiet bool) (Status, bool) {
+	end, st, ok := p.route.Admit(quiet)
+	if !ok {
 		return st, false
 	}
 	ex.OnDone(end)
-	a.awake.note(ex.ClientIP, ex.Request)
-	return "", true
-}
-
-// admitQuiet lets a request that is not traffic (a poll, a monitor) through, as
-// admit does: it keeps the app from being stopped under it while it runs, but
-// does not move the idle clock.
-func (p *Plugin) admitQuiet(ex *plugin.Exchange) (Status, bool) {
-	a := p.app
-	a.inFlight.Add(1)
-	if st := a.status(); st.Asleep() {
-		a.inFlight.Add(-1)
-		return st, false
+	if !quiet {
+		p.route.NoteAwake(ex.ClientIP, ex.Request.URL.Path, ex.Request.Header.Get("User-Agent"))
 	}
-	ex.OnDone(func() { a.inFlight.Add(-1) })
 	return "", true
 }
 
@@ -216,7 +196,7 @@ func (p *Plugin) TransformRequest(_ *plugin.Exchange, out *http.Request) error {
 // Retry-After otherwise — and the job is asked to look at the app at once (it may
 // have been stopped from outside).
 func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) error {
-	nr := p.engine.opts.NotReadyYet
+	nr := p.opts.NotReadyYet
 	notReady := nr != nil && nr(resp)
 	// A released request: its answer begins.
 	answered := !notReady && resp.StatusCode < http.StatusInternalServerError
@@ -225,9 +205,8 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 			resp.Header.Set("Connection", "close")
 		}
 		if answered {
-			now := time.Now()
-			p.engine.wakeAnswered(p.app, now)
-			if st := serverTiming(p.app.rec.Load(), now); st != "" {
+			p.route.Answered()
+			if st := serverTiming(p.route.Record(), time.Now()); st != "" {
 				resp.Header.Add("Server-Timing", st)
 			}
 		}
@@ -235,17 +214,12 @@ func (p *Plugin) TransformResponse(ex *plugin.Exchange, resp *http.Response) err
 	if !notReady {
 		return nil
 	}
-	a := p.app
 	// To its clients the app is not there yet, whatever its record says: they get
 	// what they would get while it wakes up, except that a request that came
 	// this far cannot be held any more.
 	v := answerFor(p.classify(ex.Request), StatusWaitingForUp, p.AllowWaitingPage, p.APIBehavior)
-	if now := time.Now(); v.wake {
-		p.engine.asks.askSoon(a, now)
-	} else {
-		p.engine.asks.lookSoon(a, now) // a monitor never wakes an app
-	}
-	st := a.status()
+	p.route.LookSoon(v.wake) // a monitor never wakes an app
+	st := p.route.Status()
 	if st == StatusUp {
 		st = StatusWaitingForUp // what it really is until the platform routes to it
 	}
@@ -289,29 +263,28 @@ func (p *Plugin) HandleDialFailure(ex *plugin.Exchange, _ error) (plugin.DialAct
 		}
 		return dialAction(p.holdThenAdmit(ex))
 	}
-	a := p.app
-	if ex.Value(resendKey{}) != nil && a.status() == StatusUp && !time.Now().Add(resendMaxWait).Before(ex.Start.Add(p.FailTimeout.D())) {
+	r := p.route
+	if ex.Value(resendKey{}) != nil && r.Status() == StatusUp && !time.Now().Add(resendMaxWait).Before(ex.Start.Add(p.FailTimeout.D())) {
 		// Released from a hold, and sent again until its fail timeout
 		// (resend.go): looking at the app again would only take it past it.
 		return plugin.DialPass, nil
 	}
 	k := p.classify(ex.Request)
-	if a.status() == StatusError {
+	if r.Status() == StatusError {
 		// Not running, and the job leaves an app in Error alone until an
 		// operator resets it: say that it could not be started, rather than
 		// a 502 from its dead backend after waiting for a verdict that cannot
 		// come.
 		return dialAction(p.errorAnswer(ex, k))
 	}
-	if !p.engine.holds.take(a, p.MaxHeld) {
-		return plugin.DialAnswer, p.tooManyAnswer(ex, a.status())
+	asleep, err := r.Recheck(ex.Context(), k != kindMonitor)
+	if err != nil { // ErrTooManyHeld
+		return plugin.DialAnswer, p.tooManyAnswer(ex, r.Status())
 	}
-	asleep := p.engine.recheck(ex.Context(), a, k != kindMonitor)
-	p.engine.holds.drop(a)
 	if !asleep {
 		return plugin.DialPass, nil
 	}
-	return dialAction(p.respond(ex, k, a.status()))
+	return dialAction(p.respond(ex, k, r.Status()))
 }
 
 // errorAnswer answers a request of kind k for an app in Error that cannot be

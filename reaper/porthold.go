@@ -70,6 +70,11 @@ func (r *Route) ObserveHeld(since time.Time, end HoldEnd) {
 	}
 }
 
+// Releasing reports whether callers held for the app are still being released
+// at its pace (release.go): a caller that finds the app up then should hold
+// (Wait) and go behind them, not straight to the app. It never waits.
+func (r *Route) Releasing() bool { return r.a.queue.waiting() }
+
 // Crowded reports whether more callers are held on this node than it releases
 // at a time without closing their connections after (holds.crowdedAbove).
 func (r *Route) Crowded() bool { return r.e.holds.held.Load() > r.e.holds.crowdedAbove }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/page"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/ratelimit"
@@ -30,7 +31,7 @@ func (p *Plugin) preview(ex *plugin.Exchange) (*plugin.Answer, error) {
 	}
 	r := ex.Request
 	if !p.AllowPreview {
-		if a := p.engine.previewDoor(ex); a != nil {
+		if a := p.previewDoor(ex); a != nil {
 			return a, nil
 		}
 	}
@@ -58,7 +59,7 @@ func (p *Plugin) preview(ex *plugin.Exchange) (*plugin.Answer, error) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Robots-Tag", "noindex")
-	h.Set(HeaderStatus, p.app.status().Marker())
+	h.Set(HeaderStatus, p.route.Status().Marker())
 	return &plugin.Answer{Status: http.StatusOK, Header: h, Body: body}, nil
 }
 
@@ -76,7 +77,7 @@ func previewable(st Status) bool {
 // through while it starts, up once up.
 func (p *Plugin) previewProgress(st Status) page.Progress {
 	var pr page.Progress
-	pr.ETA, pr.Samples = p.app.boots.median()
+	pr.ETA, pr.Samples = p.route.ETA()
 	boot := pr.ETA
 	if boot <= 0 {
 		boot = 10 * time.Second
@@ -97,18 +98,18 @@ const doorPreview = "waiting page preview"
 // wrong one counts against the client's budget of failures, which the admin
 // listener's doors share (EngineOptions.Failures); a client out of budget
 // gets 429 and Retry-After whatever it sends.
-func (e *Engine) previewDoor(ex *plugin.Exchange) *plugin.Answer {
-	now, client := time.Now(), ratelimit.Key(ex.ClientIP)
-	if wait, limited := e.failures.Limited(client, doorPreview, now); limited {
+func (p *Plugin) previewDoor(ex *plugin.Exchange) *plugin.Answer {
+	now, client, failures := time.Now(), ratelimit.Key(ex.ClientIP), p.opts.Failures
+	if wait, limited := failures.Limited(client, doorPreview, now); limited {
 		a := plugin.JSONAnswer(http.StatusTooManyRequests, map[string]any{
 			"error": "too many failed attempts at the admin token from your address; try again later"})
 		a.Header.Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
 		return a
 	}
-	if e.adminBearer(ex.Request.Header.Get("Authorization")) {
+	if adminBearer(p.opts.AdminToken, ex.Request.Header.Get("Authorization")) {
 		return nil
 	}
-	e.failures.Failed(client, doorPreview, now)
+	failures.Failed(client, doorPreview, now)
 	a := plugin.JSONAnswer(http.StatusUnauthorized, map[string]any{
 		"error": "the preview asks for the node's admin token (Authorization: Bearer <node.admin_token>), or allow_preview on the route"})
 	a.Header.Set("WWW-Authenticate", `Bearer realm="reaper"`)
@@ -117,10 +118,10 @@ func (e *Engine) previewDoor(ex *plugin.Exchange) *plugin.Answer {
 
 // adminBearer reports whether an Authorization header value carries the
 // node's admin token; never when the node has none.
-func (e *Engine) adminBearer(authorization string) bool {
-	if !e.opts.AdminToken.IsSet() {
+func adminBearer(token conf.Secret, authorization string) bool {
+	if !token.IsSet() {
 		return false
 	}
-	want := "Bearer " + e.opts.AdminToken.Reveal()
+	want := "Bearer " + token.Reveal()
 	return subtle.ConstantTimeCompare([]byte(authorization), []byte(want)) == 1
 }

@@ -32,7 +32,7 @@ func TestPreview_WrongTokensAreRateLimitedWithTheAdminDoors(t *testing.T) {
 		fake := paastest.New("app")
 		e := newEnv(t, fake, "")
 		e.engine.opts.AdminToken = "s3cret"
-		e.engine.failures = shared
+		e.engine.opts.Failures = shared
 		p := e.route(config("app"))
 		e.start()
 		defer e.stop()

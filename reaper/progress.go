@@ -20,19 +20,25 @@ type wakeView struct {
 	readyAt time.Time
 }
 
-// viewOf is the wake of app a at now, for a route whose ready delay is
-// readyDelay. Ready means what the holds mean by it (holdOutcome): the app's
-// record says Up and readyDelay has passed since this node saw it come up, so
-// that a page that reloads then lands on the app, not on the waiting page
-// again. An app whose record reaper does not know yet (WaitingForInit) is
-// ready too: its requests go through.
-func (e *Engine) viewOf(a *app, readyDelay time.Duration, now time.Time) wakeView {
-	rec := a.rec.Load()
-	v := wakeView{status: a.status()}
-	v.progress.ETA, v.progress.Samples = a.boots.median()
+// routeView is the wake of the app r claims, at now (viewOf).
+func routeView(r *Route, now time.Time) wakeView {
+	eta, samples := r.ETA()
+	return viewOf(r.Record(), r.UpSeen(), eta, samples, r.ReadyDelay(), now)
+}
+
+// viewOf is the wake of an app whose last known record is rec, at now: upSeen
+// is when this node saw it come up, eta and samples its usual boot (Route.ETA),
+// readyDelay the route's. Ready means what the holds mean by it (holdOutcome):
+// the app's record says Up and readyDelay has passed since this node saw it
+// come up, so that a page that reloads then lands on the app, not on the
+// waiting page again. An app whose record reaper does not know yet
+// (WaitingForInit) is ready too: its requests go through. Pure: it takes now.
+func viewOf(rec *Record, upSeen time.Time, eta time.Duration, samples int, readyDelay time.Duration, now time.Time) wakeView {
+	v := wakeView{status: StatusWaitingForInit}
+	v.progress.ETA, v.progress.Samples = eta, samples
 	var w *WakeTimes
 	if rec != nil {
-		w = rec.Wake
+		v.status, w = rec.Status, rec.Wake
 	}
 	switch st := v.status; {
 	case st == StatusError:
@@ -48,7 +54,7 @@ func (e *Engine) viewOf(a *app, readyDelay time.Duration, now time.Time) wakeVie
 		if w != nil && !w.UpAt.IsZero() && !w.UpAt.Before(rec.LastUpAt) {
 			phasesOf(&v.progress, w, now) // this wake brought it up
 		}
-		readyAt := time.Unix(0, a.upSeen.Load()).Add(readyDelay)
+		readyAt := upSeen.Add(readyDelay)
 		if now.Before(readyAt) {
 			v.state, v.readyAt = page.StateAlmost, readyAt
 			return v

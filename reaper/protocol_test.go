@@ -120,7 +120,8 @@ func TestAnswer_EveryReplyHasOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Plugin{Config: DefaultConfig(), engine: NewEngine(EngineOptions{Store: store}), app: &app{id: "a"}}
+	engine := NewEngine(EngineOptions{Store: store})
+	p := &Plugin{Config: DefaultConfig(), engine: engine, route: &Route{e: engine, a: &app{id: "a"}}}
 	for r := replyStatus; r < replyHold; r++ {
 		ex := &plugin.Exchange{Request: httptest.NewRequest(http.MethodGet, "/", nil), ID: "r"}
 		a, err := p.answer(ex, r, StatusDown)

@@ -44,8 +44,8 @@ func TestPlugin_ReadyDelayDefaultsPerApp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.readyDelay != c.want {
-			t.Errorf("%s (route's ready_delay %v): ready delay %v, want %v", c.app, c.route, p.readyDelay, c.want)
+		if p.route.ReadyDelay() != c.want {
+			t.Errorf("%s (route's ready_delay %v): ready delay %v, want %v", c.app, c.route, p.route.ReadyDelay(), c.want)
 		}
 	}
 }

@@ -157,7 +157,7 @@ func TestReaper_ConcurrentWakesStartOnce(t *testing.T) {
 		e.start()
 		defer e.stop()
 		settle()
-		if st := p.app.status(); st != StatusDown {
+		if st := p.route.a.status(); st != StatusDown {
 			t.Fatalf("status after the first pass = %s, want Down", st)
 		}
 
@@ -174,7 +174,7 @@ func TestReaper_ConcurrentWakesStartOnce(t *testing.T) {
 		if got := e.fake.Count("start", "app"); got != 1 {
 			t.Errorf("starts = %d, want exactly 1", got)
 		}
-		if st := p.app.status(); st != StatusUp {
+		if st := p.route.a.status(); st != StatusUp {
 			t.Errorf("status = %s, want Up", st)
 		}
 	})
@@ -273,8 +273,8 @@ func TestHold_ErrorAnswers503(t *testing.T) {
 		if m := r.json(t); m["error"] != "the application could not be started" || m["status"] != "Error" {
 			t.Errorf("body = %v", m)
 		}
-		if p.app.status() != StatusError {
-			t.Errorf("status = %s", p.app.status())
+		if p.route.a.status() != StatusError {
+			t.Errorf("status = %s", p.route.a.status())
 		}
 		// Error means hands off: the next request goes through to the app.
 		if r := do(context.Background(), p, apiRequest("GET", "/"), false); r.answer != nil {
@@ -311,7 +311,7 @@ func TestHold_MaxHeldAndClientGone(t *testing.T) {
 				t.Errorf("gone client got %d", r.status())
 			}
 		}
-		if n := p.app.held.Load(); n != 0 {
+		if n := p.route.a.held.Load(); n != 0 {
 			t.Errorf("held = %d after the clients left, want 0", n)
 		}
 	})
@@ -346,8 +346,8 @@ func TestHold_NodeWideMaxHeld(t *testing.T) {
 		for range 3 {
 			<-got
 		}
-		if n := e.engine.holds.held.Load(); n != 0 || pa.app.held.Load() != 0 || pb.app.held.Load() != 0 {
-			t.Errorf("node held %d, a %d, b %d after the clients left", n, pa.app.held.Load(), pb.app.held.Load())
+		if n := e.engine.holds.held.Load(); n != 0 || pa.route.a.held.Load() != 0 || pb.route.a.held.Load() != 0 {
+			t.Errorf("node held %d, a %d, b %d after the clients left", n, pa.route.a.held.Load(), pb.route.a.held.Load())
 		}
 	})
 }

@@ -71,24 +71,14 @@ func (p *Plugin) resendReleased(ex *plugin.Exchange) {
 	method := ex.Request.Method
 	ex.SetValue(resendKey{}, true)
 	ex.ResendOnFailure(func(f plugin.SendFailure) (time.Duration, bool) {
-		wait, ok := resendAfterWake(method, f, p.app.freshlyWoken(), time.Now(), deadline)
+		wait, ok := resendAfterWake(method, f, p.route.FreshlyWoken(), time.Now(), deadline)
 		if ok {
-			if o, can := p.engine.observer.(ResendObserver); can {
-				o.HeldResent(p.app.id)
+			if o, can := p.opts.Observer.(ResendObserver); can {
+				o.HeldResent(p.AppID)
 			}
 		}
 		return wait, ok
 	})
-}
-
-// freshlyWoken reports whether the app is up and has not answered a held request
-// on this node since its last wake.
-func (a *app) freshlyWoken() bool {
-	rec := a.rec.Load()
-	if rec == nil || rec.Status != StatusUp {
-		return false
-	}
-	return rec.Wake == nil || a.firstAnswer.Load() != rec.Wake.AskedAt.UnixNano()
 }
 
 // ResendObserver is an Observer that is also told each time a request released

@@ -51,7 +51,7 @@ func TestJob_AStopNeverSentIsDecidedAgain(t *testing.T) {
 		took := time.Since(began)
 		if r.answer != nil || took > time.Minute {
 			t.Errorf("a request on an app that is up and never stopped: answer %v after %v; status %s, stops sent %d",
-				r.status(), took, p.app.status(), fake.Count("stop", "app"))
+				r.status(), took, p.route.a.status(), fake.Count("stop", "app"))
 		}
 	})
 }
@@ -111,7 +111,7 @@ func TestJob_APassingLockErrorDoesNotAbandonAStop(t *testing.T) {
 		r := do(context.Background(), p, apiRequest("GET", "/api"), false)
 		if took := time.Since(began); r.answer != nil || took > time.Minute {
 			t.Errorf("request answered %d after %v; status %s; stops that reached the platform: %d",
-				r.status(), took, p.app.status(), fake.Count("stop", "app"))
+				r.status(), took, p.route.a.status(), fake.Count("stop", "app"))
 		}
 	})
 }

@@ -200,7 +200,7 @@ func TestPreview_ShowsThePageWakingNothing(t *testing.T) {
 		if n := len(fake.Calls("start")); n != 0 {
 			t.Errorf("%d starts: the preview woke an app", n)
 		}
-		if !p.app.lastAccessTime().IsZero() || !open.app.lastAccessTime().IsZero() {
+		if !p.route.a.lastAccessTime().IsZero() || !open.route.a.lastAccessTime().IsZero() {
 			t.Error("the preview counted as traffic")
 		}
 	})

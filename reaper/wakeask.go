@@ -103,6 +103,16 @@ func (w *wakeAsks) lookSoon(a *app, now time.Time) {
 	}()
 }
 
+// lookSoon asks the job to observe the app soon (Route.LookSoon): with a wake
+// ask past the usual coalescing when wake is set (askSoon), else without one.
+func (e *Engine) lookSoon(a *app, wake bool, now time.Time) {
+	if wake {
+		e.asks.askSoon(a, now)
+	} else {
+		e.asks.lookSoon(a, now)
+	}
+}
+
 // look asks the job to observe the app now, without a wake ask, and waits for the
 // Asker (bounded by ctx). Whether it got there does not matter: the job looks at
 // every app at its next pass anyway.

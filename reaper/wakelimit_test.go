@@ -72,8 +72,8 @@ func TestWakeLimit_PerClientRefusesPastItsBudget(t *testing.T) {
 				t.Errorf("%s (wake %d): %d starts, want 1", id, i+1, n)
 			}
 		}
-		if n := e.fake.Count("start", ids[30]); n != 0 || !ps[30].app.lastAccessTime().IsZero() {
-			t.Fatalf("the refused wake started %s %d times (traffic at %v)", ids[30], n, ps[30].app.lastAccessTime())
+		if n := e.fake.Count("start", ids[30]); n != 0 || !ps[30].route.a.lastAccessTime().IsZero() {
+			t.Fatalf("the refused wake started %s %d times (traffic at %v)", ids[30], n, ps[30].route.a.lastAccessTime())
 		}
 		if n := e.logs.Lines("wakes refused by the wake limits", "client="+greedy, "app="+ids[30], "refused=1"); n != 1 {
 			t.Errorf("the refusal is not logged:\n%s", e.logs.String())

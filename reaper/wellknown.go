@@ -46,13 +46,13 @@ func (p *Plugin) wellKnownStatus(ex *plugin.Exchange) *plugin.Answer {
 	if a := onlyGet(ex, WellKnownStatusPath); a != nil {
 		return a
 	}
-	st := p.app.status()
+	st := p.route.Status()
 	code := http.StatusOK
 	if st == StatusError {
 		code = http.StatusServiceUnavailable
 	}
-	body := map[string]any{"app_id": p.app.id, "status": string(st), "asleep": st.Asleep(), "monitoring": true}
-	if rec, ok := p.engine.Record(p.app.id); ok && st.Asleep() {
+	body := map[string]any{"app_id": p.route.AppID(), "status": string(st), "asleep": st.Asleep(), "monitoring": true}
+	if rec := p.route.Record(); rec != nil && st.Asleep() {
 		body["asleep_since"] = rec.LastStatusUpdate
 	}
 	a := answer(ex, code, st, body)
