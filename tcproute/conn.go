@@ -45,7 +45,7 @@ type route struct {
 	idle time.Duration // 0: never reap a quiet connection
 
 	held, spliced atomic.Int64
-	tally         tally // what ended connections did (views.go)
+	tally         tally // counts of its connections since reaper started (views.go)
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
