@@ -43,15 +43,21 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
 	managed := c.checkReaperApps(d, errs)
 	c.checkTCPRoutes(managed, errs)
+	c.checkGroups(managed, errs)
+	c.checkDependsOn(errs)
 	c.checkWebhookApps(managed, errs)
 	c.checkTraefikRoutes(errs)
 	c.checkTriggers(managed, errs)
 }
 
 // checkTriggers checks the triggers together: each wakes an app that a route
-// manages (or, once groups exist, a group).
+// manages, or a group.
 func (c *Config) checkTriggers(managed map[string]bool, errs *conf.Errors) {
-	trigger.CheckAll(c.Triggers, "triggers", func(id string) bool { return managed[id] }, errs)
+	groups := map[string]bool{}
+	for _, g := range c.Groups {
+		groups[g.ID] = true
+	}
+	trigger.CheckAll(c.Triggers, "triggers", func(id string) bool { return managed[id] || groups[id] }, errs)
 }
 
 // checkTraefikRoutes checks that the routes given to Traefik exist, and that
@@ -218,6 +224,7 @@ func anyAddress(host string) bool {
 // the routes manage.
 func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]bool {
 	managed := map[string]bool{}
+	busy := busyURLs{}
 	own := c.staticOwners()
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -238,6 +245,7 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]
 			var scratch conf.Errors // its errors were reported by ValidateRoutes
 			d.Decode(&pc.Config, &rc, path, &scratch)
 			managed[rc.AppID] = true
+			busy.check(rc.AppID, rc.BusyURL, path, errs)
 			switch {
 			case c.PaaS.Driver.Has(DriverCleverCloud) && rc.AppID == "":
 				switch id, ok := guessAppID(r.Backend.Targets); {
@@ -430,5 +438,25 @@ func (c *Config) checkTCPRoutes(managed map[string]bool, errs *conf.Errors) {
 		if j, ok := httpRoutes[r.ID]; ok && r.ID != "" {
 			errs.Add(conf.Key(conf.Index("tcp_routes", i), "id"), "%s is already the id of %s: an app lists its routes by id", strconv.Quote(r.ID), conf.Index("routes", j))
 		}
+	}
+}
+
+// busyURLs are the busy_urls the routes give each app, and where: an app has
+// one (its routes may each repeat it, or give it on one of them only).
+type busyURLs map[string]addrAt
+
+// check reports a busy_url that differs from one an earlier route gave the
+// same app. The URLs are not quoted: they may carry a token.
+func (b busyURLs) check(app, url, path string, errs *conf.Errors) {
+	if app == "" || url == "" {
+		return
+	}
+	first, seen := b[app]
+	if !seen {
+		b[app] = addrAt{path: conf.Key(path, "busy_url"), addr: url}
+		return
+	}
+	if first.addr != url {
+		errs.Add(conf.Key(path, "busy_url"), "differs from the busy_url of app %s at %s: an app has one", strconv.Quote(app), first.path)
 	}
 }

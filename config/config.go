@@ -36,6 +36,8 @@ type Config struct {
 	TCPRoutes []tcproute.Config `yaml:"tcp_routes"`
 	// Triggers wake apps that no request wakes (package trigger).
 	Triggers []trigger.Config `yaml:"triggers"`
+	// Groups are apps that wake together and sleep together (groups.go).
+	Groups []Group `yaml:"groups"`
 }
 
 // Node is this copy of reaper: where it listens and keeps its data.

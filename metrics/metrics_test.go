@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/reaper"
 )
 
 // A request's answer label: the plugin's outcome, else how it ended.
@@ -74,7 +75,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := map[string]bool{}
-	for _, f := range []string{"metrics.go", "collect.go", "tcp.go", "trigger.go"} {
+	for _, f := range []string{"metrics.go", "collect.go", "tcp.go", "trigger.go", "groups.go"} {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -125,5 +126,33 @@ reaper_tcp_connections{route="redis",state="spliced"} 1
 	}
 	if n := testutil.CollectAndCount(m.tcp.heldWait); n != 1 {
 		t.Errorf("held wait series = %d", n)
+	}
+}
+
+func TestGroups_MembersAndMembersUp(t *testing.T) {
+	store, err := reaper.NewMemStore(reaper.MemStoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := reaper.NewEngine(reaper.EngineOptions{Node: "n1", Store: store})
+	e.SetTopology(reaper.Topology{Groups: []reaper.Group{{ID: "shop", Apps: []string{"web", "worker"}}}})
+	e.Apply(reaper.Record{AppID: "web", Status: reaper.StatusUp, Revision: 1})
+	e.Apply(reaper.Record{AppID: "worker", Status: reaper.StatusDown, Revision: 1})
+	m := New("process")
+	m.WatchNode(Node{Engine: e})
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(`
+# HELP reaper_group_member 1 for each app of a group (groups[]): join it with reaper_app_status on app.
+# TYPE reaper_group_member gauge
+reaper_group_member{app="web",group="shop"} 1
+reaper_group_member{app="worker",group="shop"} 1
+# HELP reaper_group_members The apps of the group.
+# TYPE reaper_group_members gauge
+reaper_group_members{group="shop"} 2
+# HELP reaper_group_members_up The group's apps that are Up, as this node last saw them.
+# TYPE reaper_group_members_up gauge
+reaper_group_members_up{group="shop"} 1
+`), "reaper_group_member", "reaper_group_members", "reaper_group_members_up"); err != nil {
+		t.Error(err)
 	}
 }

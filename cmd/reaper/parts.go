@@ -262,6 +262,7 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		}
 	}
 	p.engine = reaper.NewEngine(opts)
+	p.engine.SetTopology(topology(cfg))
 	p.runners = append(p.runners, p.engine.Run)
 	return nil
 }
@@ -284,6 +285,12 @@ func (p *parts) buildTriggers(_ context.Context, cfg *config.Config) error {
 	}
 	p.metrics.WatchTriggers(ids)
 	return nil
+}
+
+// topology is what the engine takes of groups[] and of the apps' depends_on.
+func topology(cfg *config.Config) reaper.Topology {
+	deps := cfg.DependsOn()
+	return reaper.Topology{Groups: cfg.ReaperGroups(), DependsOn: func(id string) []string { return deps[id] }}
 }
 
 // joinCluster starts this node's Raft member, when the configuration names a
