@@ -13,6 +13,7 @@ import (
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/docker"
+	"github.com/reapergw/reaper/paas/kubernetes"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/reaper"
@@ -113,10 +114,10 @@ func (c *Config) checkDriver(errs *conf.Errors) {
 			if p.CleverCloud == nil {
 				errs.Add("paas.clevercloud", "is required with driver clevercloud (a token or oauth credentials)")
 			}
-		case DriverDocker:
+		case DriverDocker, DriverKubernetes:
 		default:
 			if !p.Driver.Multi() { // a list's names were checked as it was decoded
-				errs.Add("paas.driver", "%s is not a driver (use process, clevercloud or docker)", strconv.Quote(string(p.Driver)))
+				errs.Add("paas.driver", "%s is not a driver (use process, clevercloud, docker or kubernetes)", strconv.Quote(string(p.Driver)))
 			}
 			return
 		}
@@ -129,6 +130,9 @@ func (c *Config) checkDriver(errs *conf.Errors) {
 		if p.Driver.Has(DriverDocker) {
 			hint = "; containers go under paas.docker.apps"
 		}
+		if p.Driver.Has(DriverKubernetes) {
+			hint = "; workloads go under paas.kubernetes.apps"
+		}
 		errs.Add("paas.apps", "is only read with driver process (%s%s)", p.Driver.describe(), hint)
 	}
 	if p.CleverCloud != nil && !p.Driver.Has(DriverCleverCloud) {
@@ -136,6 +140,9 @@ func (c *Config) checkDriver(errs *conf.Errors) {
 	}
 	if p.Docker != nil && !p.Driver.Has(DriverDocker) {
 		errs.Add("paas.docker", "is only read with driver docker (%s)", p.Driver.describe())
+	}
+	if p.Kubernetes != nil && !p.Driver.Has(DriverKubernetes) {
+		errs.Add("paas.kubernetes", "is only read with driver kubernetes (%s)", p.Driver.describe())
 	}
 	c.checkTwiceDeclared(errs)
 }
@@ -275,6 +282,7 @@ type owners struct {
 	labels      bool            // docker discovers apps from labels (several drivers)
 	cleverCloud bool            // clevercloud is listed among several drivers: app_… ids go
 	dockerOff   bool            // docker is listed, with paas.docker.labels off
+	kubeOff     bool            // kubernetes is listed, with paas.kubernetes.annotations off
 }
 
 // staticOwners reads the drivers' sections. With one driver, it says what that
@@ -301,9 +309,22 @@ func (c *Config) staticOwners() *owners {
 		}
 		o.labels, o.dockerOff = dc.LabelsOn(), !dc.LabelsOn()
 	}
+	if p.Driver.Has(DriverKubernetes) {
+		// Workloads may be discovered from annotations at run time too.
+		kc := p.Kubernetes
+		if kc == nil {
+			kc = &kubernetes.Config{}
+		}
+		o.sections = append(o.sections, "paas.kubernetes.apps")
+		for _, id := range kc.AppIDs() {
+			o.known[id] = true
+		}
+		o.labels = o.labels || kc.AnnotationsOn()
+		o.kubeOff = !kc.AnnotationsOn()
+	}
 	o.cleverCloud = p.Driver.Has(DriverCleverCloud)
 	if !p.Driver.Multi() {
-		o.anyID = !p.Driver.Has(DriverProcess) && !o.dockerOff
+		o.anyID = !p.Driver.Has(DriverProcess) && !o.dockerOff && !o.kubeOff
 	}
 	return o
 }
@@ -318,6 +339,9 @@ func (o *owners) unclaimed(id string) string {
 	msg := " is not an app of " + strings.Join(o.sections, " or ")
 	if o.dockerOff {
 		msg += " (and paas.docker.labels is off)"
+	}
+	if o.kubeOff {
+		msg += " (and paas.kubernetes.annotations is off)"
 	}
 	if o.cleverCloud {
 		msg += ", nor a Clever Cloud app id (app_<uuid>)"

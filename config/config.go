@@ -16,6 +16,7 @@ import (
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/docker"
+	"github.com/reapergw/reaper/paas/kubernetes"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/tcproute"
@@ -114,6 +115,7 @@ type PaaS struct {
 	Apps        []process.AppConfig `yaml:"apps"`
 	CleverCloud *clevercloud.Config `yaml:"clevercloud"`
 	Docker      *docker.Config      `yaml:"docker"`
+	Kubernetes  *kubernetes.Config  `yaml:"kubernetes"`
 }
 
 // Store chooses where shared state lives.
@@ -179,6 +181,7 @@ const (
 	DriverProcess     = "process"
 	DriverCleverCloud = "clevercloud"
 	DriverDocker      = "docker"
+	DriverKubernetes  = "kubernetes"
 	StoreMemory       = "memory"
 	StoreValkey       = "valkey"
 )

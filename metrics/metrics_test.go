@@ -129,6 +129,43 @@ reaper_tcp_connections{route="redis",state="spliced"} 1
 	}
 }
 
+func TestTriggers_ChecksWakesFailingRefusals(t *testing.T) {
+	m := New("process")
+	m.WatchTriggers([]string{"queue"})
+	if got := testutil.ToFloat64(m.trig.checks.WithLabelValues("queue", "error")); got != 0 {
+		t.Fatalf("a watched trigger's errors start at %v, want 0", got)
+	}
+	m.TriggerChecked("queue", "none")
+	m.TriggerChecked("queue", "error")
+	m.TriggerChecked("queue", "error")
+	if got := testutil.ToFloat64(m.trig.failing.WithLabelValues("queue")); got != 1 {
+		t.Errorf("failing after an error: %v, want 1", got)
+	}
+	m.TriggerChecked("queue", "work")
+	m.TriggerFired("queue")
+	m.TriggerRefused("unauthorized")
+	for _, c := range []struct {
+		got, want float64
+		what      string
+	}{
+		{testutil.ToFloat64(m.trig.checks.WithLabelValues("queue", "error")), 2, "errors"},
+		{testutil.ToFloat64(m.trig.checks.WithLabelValues("queue", "work")), 1, "work"},
+		{testutil.ToFloat64(m.trig.wakes.WithLabelValues("queue")), 1, "wakes"},
+		{testutil.ToFloat64(m.trig.failing.WithLabelValues("queue")), 0, "failing once it works"},
+		{testutil.ToFloat64(m.trig.refused.WithLabelValues("unauthorized")), 1, "refused"},
+		{testutil.ToFloat64(m.trig.refused.WithLabelValues("rate_limited")), 0, "rate limited"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	m.TriggerChecked("queue", "error")
+	m.TriggerStopped("queue")
+	if got := testutil.ToFloat64(m.trig.failing.WithLabelValues("queue")); got != 0 {
+		t.Errorf("failing once the trigger stopped here: %v, want 0", got)
+	}
+}
+
 func TestGroups_MembersAndMembersUp(t *testing.T) {
 	store, err := reaper.NewMemStore(reaper.MemStoreOptions{})
 	if err != nil {
