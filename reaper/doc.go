@@ -84,7 +84,8 @@
 //     reset); wakefor.go: the same wake asked by a wake trigger (package
 //     trigger), named in the history; adminreap.go: the reference's _reap; adminwatch.go: the
 //     API's views over time (why awake, recent wakes, the event stream);
-//     adminwire.go: its requests and answers on the wire, and the prefixes it
+//     admintcp.go: the TCP routes and their connections in the API (package
+//     tcproute fills them); adminwire.go: its requests and answers on the wire, and the prefixes it
 //     is mounted on (package adminapi is its client, for the CLI and the
 //     dashboard).
 //   - events.go: the node's event stream; notify.go: the Notifier (the

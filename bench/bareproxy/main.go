@@ -8,6 +8,8 @@
 // With --allow instead of --target it is the floor of a forward-auth server:
 // every request gets an empty 200 with the header Reaper-Access: allow, the
 // go-ahead docs/integrations.md's Caddy recipe waits for.
+// With a tcp:// target (--target tcp://127.0.0.1:5432) it is a bare TCP
+// forwarder instead (tcp.go): part T's yardstick.
 //
 // It writes "bareproxy listening on ADDR" to stderr once it accepts connections,
 // and stops on SIGTERM or SIGINT.
@@ -64,17 +66,26 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var h http.Handler = allowAll{}
+	var target *url.URL
 	if !*allow {
-		target, err := url.Parse(*targetFlag)
-		if err != nil || target.Scheme != "http" || target.Host == "" {
-			return fmt.Errorf("--target %q is not an http URL", *targetFlag)
+		var err error
+		target, err = url.Parse(*targetFlag)
+		if err != nil || (target.Scheme != "http" && target.Scheme != "tcp") || target.Host == "" {
+			return fmt.Errorf("--target %q is not an http:// or tcp:// URL", *targetFlag)
 		}
-		h = newProxy(target)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
+	}
+	var h http.Handler = allowAll{}
+	switch {
+	case target == nil:
+	case target.Scheme == "tcp":
+		fmt.Fprintf(stderr, "bareproxy listening on %s\n", ln.Addr())
+		return serveTCP(ctx, ln, target.Host)
+	default:
+		h = newProxy(target)
 	}
 	srv := &http.Server{Handler: h}
 	served := make(chan error, 1)
