@@ -1,6 +1,6 @@
 // Package adminapi is the client of reaper's admin API: one typed method per
 // page and action, answering the types the server encodes (reaper.AppView,
-// reaper.HoldAnswer, leader.Status, …), and a failure as an *Error with the
+// reaper.HoldAnswer, leader.Status, trigger.Answer, …), and a failure as an *Error with the
 // API's status and message. The CLI calls a node's admin listener with it; the
 // dashboard calls the admin API's handler in its own process through
 // HandlerTransport, so that the API's rules (and, in a cluster, the forwarding of
@@ -22,6 +22,7 @@ import (
 
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/reaper"
+	"github.com/reapergw/reaper/trigger"
 )
 
 // DefaultMaxAnswer bounds an answer held in memory when Client.MaxAnswer is 0.
@@ -203,6 +204,12 @@ func (c *Client) PutSettings(ctx context.Context, s reaper.Settings) (reaper.Set
 func (c *Client) Cluster(ctx context.Context, probe bool) (leader.Status, error) {
 	var out leader.Status
 	return out, c.Call(ctx, http.MethodGet, "/api/cluster?probe="+strconv.FormatBool(probe), nil, &out)
+}
+
+// Triggers reads the wake triggers, each as the node that runs it knows it.
+func (c *Client) Triggers(ctx context.Context) (trigger.Answer, error) {
+	var out trigger.Answer
+	return out, c.Call(ctx, http.MethodGet, trigger.AdminPath, nil, &out)
 }
 
 // Join adds a voter to the cluster, and returns the status after it.

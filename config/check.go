@@ -17,6 +17,7 @@ import (
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/reaper"
 	"github.com/reapergw/reaper/tcproute"
+	"github.com/reapergw/reaper/trigger"
 )
 
 // check runs the checks that span sections: the driver's own section, the routes
@@ -44,6 +45,13 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 	c.checkTCPRoutes(managed, errs)
 	c.checkWebhookApps(managed, errs)
 	c.checkTraefikRoutes(errs)
+	c.checkTriggers(managed, errs)
+}
+
+// checkTriggers checks the triggers together: each wakes an app that a route
+// manages (or, once groups exist, a group).
+func (c *Config) checkTriggers(managed map[string]bool, errs *conf.Errors) {
+	trigger.CheckAll(c.Triggers, "triggers", func(id string) bool { return managed[id] }, errs)
 }
 
 // checkTraefikRoutes checks that the routes given to Traefik exist, and that

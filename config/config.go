@@ -19,6 +19,7 @@ import (
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/tcproute"
+	"github.com/reapergw/reaper/trigger"
 	"github.com/reapergw/reaper/webhook"
 )
 
@@ -33,6 +34,8 @@ type Config struct {
 	Events  Events               `yaml:"events"`
 	// TCPRoutes are ports that wake their app on a connection (package tcproute).
 	TCPRoutes []tcproute.Config `yaml:"tcp_routes"`
+	// Triggers wake apps that no request wakes (package trigger).
+	Triggers []trigger.Config `yaml:"triggers"`
 }
 
 // Node is this copy of reaper: where it listens and keeps its data.

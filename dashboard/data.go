@@ -8,6 +8,7 @@ import (
 
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/reaper"
+	"github.com/reapergw/reaper/trigger"
 )
 
 // What the pages show, read from the admin API. A part that cannot be read
@@ -67,6 +68,8 @@ type indexData struct {
 	Cluster      *leader.Status // nil on a single node
 	ClusterErr   string
 	Savings      savings
+	Triggers     []trigger.View // the wake triggers; none: no panel
+	TriggersErr  string
 }
 
 // loadIndex reads the apps page's parts at once.
@@ -91,6 +94,7 @@ func (d *Dashboard) loadIndex(ctx context.Context) indexData {
 	})
 	wg.Go(func() { v.Cluster, v.ClusterErr = d.cluster(ctx) })
 	wg.Go(func() { v.Savings = d.savingsOf(ctx, "") })
+	wg.Go(func() { v.Triggers, v.TriggersErr = d.triggers(ctx) })
 	if d.opts.HeldElsewhere != nil {
 		wg.Go(func() { held = d.opts.HeldElsewhere(ctx) })
 	}
@@ -130,6 +134,19 @@ func (d *Dashboard) cluster(ctx context.Context) (*leader.Status, string) {
 		return nil, errText(err)
 	}
 	return &st, ""
+}
+
+// triggers reads the wake triggers; none and no error when the API has no
+// such list (a node of an older version).
+func (d *Dashboard) triggers(ctx context.Context) ([]trigger.View, string) {
+	ans, err := d.api.Triggers(ctx)
+	switch {
+	case isNotFound(err):
+		return nil, ""
+	case err != nil:
+		return nil, errText(err)
+	}
+	return ans.Triggers, ""
 }
 
 // appData is what an app's page shows.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reapergw/reaper/internal/httpjson"
 	"github.com/reapergw/reaper/reaper"
+	"github.com/reapergw/reaper/trigger"
 )
 
 const testToken = "tok-9f3c2b7e-admin"
@@ -34,7 +35,8 @@ type fakeAPI struct {
 	savings  any // nil: 404, as a node without the savings endpoints
 	refuse   map[string]string
 	calls    []call
-	storeErr string // when set, the apps and the settings answer 503 with it
+	storeErr string         // when set, the apps and the settings answer 503 with it
+	triggers []trigger.View // nil: 404, as a node without the triggers' list
 }
 
 func (f *fakeAPI) record(r *http.Request) call {
@@ -115,6 +117,15 @@ func (f *fakeAPI) handler() http.Handler {
 		_ = json.Unmarshal(b, &f.settings)
 		f.mu.Unlock()
 		httpjson.Write(w, 200, f.settings)
+	})
+	mux.HandleFunc("GET "+trigger.AdminPath, func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.triggers == nil {
+			httpjson.Error(w, 404, "no such admin endpoint")
+			return
+		}
+		httpjson.Write(w, 200, trigger.Answer{Triggers: f.triggers})
 	})
 	mux.HandleFunc("GET /api/savings", func(w http.ResponseWriter, r *http.Request) {
 		if f.savings == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/reaper"
+	"github.com/reapergw/reaper/trigger"
 )
 
 // How values are written on the pages. The script (dashboard.js) keeps relative
@@ -372,4 +373,27 @@ func plural(n int64, one, many string) string {
 		return "1 " + one
 	}
 	return i64(n) + " " + many
+}
+
+// triggerKind says what a trigger watches, for its row.
+func triggerKind(t trigger.View) string {
+	kind := map[string]string{
+		trigger.KindRedisList: "redis list", trigger.KindRedisDue: "redis schedule", trigger.KindSQL: "SQL query",
+		trigger.KindHTTP: "HTTP check", trigger.KindPostgresNotify: "Postgres NOTIFY", trigger.KindEndpoint: "producer endpoint",
+	}[t.Kind]
+	switch {
+	case t.EverySeconds >= 1:
+		kind += ", every " + span(time.Duration(t.EverySeconds*float64(time.Second)))
+	case t.EverySeconds > 0:
+		kind += ", every " + seconds(t.EverySeconds)
+	}
+	return kind
+}
+
+// failuresText is how many looks failed in a row.
+func failuresText(n int) string {
+	if n == 1 {
+		return "the last look failed"
+	}
+	return strconv.Itoa(n) + " looks failed in a row"
 }

@@ -65,6 +65,10 @@ type Options struct {
 	Routes        func() []*plugin.Route
 	TraefikRoutes []string
 	AuthURL       string
+	// TraefikLabeled, when set, returns the ids of the routes whose apps ask
+	// for Traefik themselves (a container's reaper.traefik label), given too.
+	// Asked at each PathTraefik call: it must not wait on the platform.
+	TraefikLabeled func() []string
 }
 
 // Server is the forward-auth listener's handler.
@@ -75,16 +79,17 @@ type Server struct {
 	log     *slog.Logger
 	answers *answerStore
 
-	routes        func() []*plugin.Route
-	traefikRoutes map[string]bool
-	authURL       string
+	routes         func() []*plugin.Route
+	traefikRoutes  map[string]bool
+	traefikLabeled func() []string
+	authURL        string
 }
 
 // New returns the handler; access runs the routes' access steps without
 // proxying (a plugin.Gateway built with AccessOnly).
 func New(access http.Handler, opts Options) *Server {
 	s := &Server{access: access, trusted: opts.Trusted, holdMax: opts.HoldMax, log: opts.Logger, answers: newAnswerStore(),
-		routes: opts.Routes, traefikRoutes: map[string]bool{}, authURL: opts.AuthURL}
+		routes: opts.Routes, traefikRoutes: map[string]bool{}, traefikLabeled: opts.TraefikLabeled, authURL: opts.AuthURL}
 	for _, id := range opts.TraefikRoutes {
 		s.traefikRoutes[id] = true
 	}

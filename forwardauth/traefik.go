@@ -128,7 +128,7 @@ func (s *Server) serveTraefik(w http.ResponseWriter) {
 	if s.routes != nil {
 		routes = s.routes()
 	}
-	body, err := traefikJSON(routes, s.traefikRoutes, s.authURL)
+	body, err := traefikJSON(routes, s.marked(), s.authURL)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -136,4 +136,24 @@ func (s *Server) serveTraefik(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(body) //nolint:errcheck // Traefik gone is not our error
+}
+
+// marked is the set of route ids given to Traefik: those the configuration
+// names, and those whose apps' labels ask for it now.
+func (s *Server) marked() map[string]bool {
+	if s.traefikLabeled == nil {
+		return s.traefikRoutes
+	}
+	labeled := s.traefikLabeled()
+	if len(labeled) == 0 {
+		return s.traefikRoutes
+	}
+	m := make(map[string]bool, len(s.traefikRoutes)+len(labeled))
+	for id := range s.traefikRoutes {
+		m[id] = true
+	}
+	for _, id := range labeled {
+		m[id] = true
+	}
+	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/reapergw/reaper/plugin"
@@ -72,5 +73,51 @@ func TestServer_TraefikAnswersTheSameBytes(t *testing.T) {
 		} else if w.Body.String() != first {
 			t.Fatalf("answer %d differs:\n%s\n%s", i, w.Body.String(), first)
 		}
+	}
+}
+
+// A route whose app's label asks for Traefik is given as a configured one is;
+// the labeled ids' order does not change the bytes; a route no longer labeled
+// goes.
+func TestServer_TraefikGivesTheLabeledRoutesToo(t *testing.T) {
+	routes := traefikRoutes(t)
+	labeled := []string{"hidden", "api"}
+	s := New(nil, Options{Routes: func() []*plugin.Route { return routes }, TraefikRoutes: []string{"web"},
+		TraefikLabeled: func() []string { return labeled }, AuthURL: "http://127.0.0.1:9100"})
+	get := func() string {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/traefik", nil)
+		r.RemoteAddr = "127.0.0.1:4000"
+		s.ServeHTTP(w, r)
+		if w.Code != 200 {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	routers := func(body string) []string {
+		var c struct {
+			HTTP struct{ Routers map[string]any } `json:"http"`
+		}
+		if err := json.Unmarshal([]byte(body), &c); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for n := range c.HTTP.Routers {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return names
+	}
+	first := get()
+	if got, want := routers(first), []string{"reaper-api", "reaper-hidden", "reaper-web"}; !slices.Equal(got, want) {
+		t.Errorf("routers %v, want %v", got, want)
+	}
+	labeled = []string{"api", "hidden"}
+	if again := get(); again != first {
+		t.Errorf("the same routes in another order gave other bytes:\n%s\n%s", again, first)
+	}
+	labeled = nil
+	if got, want := routers(get()), []string{"reaper-web"}; !slices.Equal(got, want) {
+		t.Errorf("once the labels went: routers %v, want %v", got, want)
 	}
 }

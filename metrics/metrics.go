@@ -49,6 +49,7 @@ type Metrics struct {
 	storeErr *prometheus.CounterVec
 	webhooks *prometheus.CounterVec
 	tcp      tcpInstruments
+	trig     triggerInstruments
 
 	driver string
 	cells  sync.Map // requestKey → *requestCell
@@ -83,6 +84,7 @@ func New(driver string) *Metrics {
 	m.storeErr = m.counterVec("reaper_store_errors_total", "Store calls that failed, by operation.", "op")
 	m.webhooks = m.counterVec("reaper_webhook_deliveries_total", "Webhook events by outcome: delivered, retried (an attempt failed), dropped (refused, too old, pushed out of a full queue).", "webhook", "outcome")
 	m.tcp = m.tcpInstruments()
+	m.trig = m.triggerInstruments()
 	m.zeroDriver()
 	return m
 }

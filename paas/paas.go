@@ -222,6 +222,10 @@ type PolicyHint struct {
 	// From says where the hint comes from, for operators: "label
 	// reaper.grace_period of container web-1".
 	From string
+	// Traefik: the app asks that the routes managing it be given to Traefik
+	// by reaper's HTTP provider (GET /traefik on node.auth_listen; the docker
+	// driver's reaper.traefik label), as node.auth_traefik_routes does.
+	Traefik bool
 }
 
 // Meter is implemented by drivers that measure the apps they run, for operators

@@ -76,7 +76,8 @@
 //
 //   - admin.go: the admin API of apps and settings; adminactions.go: the
 //     operators' actions on an app (wake, sleep now, hold awake, release,
-//     reset); adminreap.go: the reference's _reap; adminwatch.go: the
+//     reset); wakefor.go: the same wake asked by a wake trigger (package
+//     trigger), named in the history; adminreap.go: the reference's _reap; adminwatch.go: the
 //     API's views over time (why awake, recent wakes, the event stream);
 //     adminwire.go: its requests and answers on the wire, and the prefixes it
 //     is mounted on (package adminapi is its client, for the CLI and the

@@ -15,6 +15,7 @@ import (
 	"github.com/reapergw/reaper/metrics"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/reaper"
+	"github.com/reapergw/reaper/trigger"
 )
 
 // adminHandler serves the admin listener: /healthz and /readyz for anyone (load
@@ -120,6 +121,7 @@ func (n *node) adminAPI() http.Handler {
 	for _, p := range reaper.AdminPrefixes {
 		mux.Handle(p, api)
 	}
+	mux.Handle("GET "+trigger.AdminPath, n.parts.triggers.AdminHandler(n.triggersElsewhere()))
 	mux.Handle("GET /metrics", n.parts.metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusNotFound, "no such admin endpoint: "+r.URL.Path)
@@ -140,10 +142,27 @@ func (n *node) clusterAPI() *leader.API {
 		}
 		httpjson.Write(w, http.StatusOK, rep)
 	})
+	local.Handle("GET /triggers", n.parts.triggers.LocalHandler())
 	writes := n.adminOf().Handler()
 	// What another node's dashboard shows of this one: the requests it holds.
 	local.Handle("GET /held", dashboard.HeldHandler(n.cfg.Node.ID, writes))
 	return &leader.API{Node: n.parts.leader, Asks: n.parts.job, Logger: n.log, Writes: writes, Local: local}
+}
+
+// triggersElsewhere reads the other nodes' views of the triggers (the leader
+// runs the polling ones); nil on a single node.
+func (n *node) triggersElsewhere() func(ctx context.Context) [][]trigger.View {
+	if n.parts.leader == nil {
+		return nil
+	}
+	capi := n.clusterAPI()
+	return func(ctx context.Context) [][]trigger.View {
+		var out [][]trigger.View
+		for _, body := range capi.Gather(ctx, "/internal/local/triggers") {
+			out = append(out, trigger.DecodeViews(body))
+		}
+		return out
+	}
 }
 
 // adminOf is the node's reaper admin API, pricing savings with the driver and

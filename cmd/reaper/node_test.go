@@ -84,6 +84,13 @@ func startTestNode(t *testing.T) *testNode {
 // more (YAML list items, indented as the demo apps').
 func startTestNodeWith(t *testing.T, moreApps, moreRoutes string) *testNode {
 	t.Helper()
+	return startTestNodeTop(t, moreApps, moreRoutes, "")
+}
+
+// startTestNodeTop is startTestNodeWith with top-level sections (YAML, from
+// column 0) after the routes.
+func startTestNodeTop(t *testing.T, moreApps, moreRoutes, top string) *testNode {
+	t.Helper()
 	demo, dir := demoApp(t), t.TempDir()
 	gateway, admin, hello, api := freeport.Addr(t), freeport.Addr(t), freeport.Addr(t), freeport.Addr(t)
 	var apps, routes strings.Builder
@@ -107,7 +114,7 @@ paas:
   driver: process
   apps:
 %sroutes:
-%s`, gateway, admin, testToken, filepath.Join(dir, "data"), apps.String(), routes.String())
+%s%s`, gateway, admin, testToken, filepath.Join(dir, "data"), apps.String(), routes.String(), top)
 	path := filepath.Join(dir, "reaper.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/reapergw/reaper/ratelimit"
 	"github.com/reapergw/reaper/reaper"
 	"github.com/reapergw/reaper/reaper/valkeystore"
+	"github.com/reapergw/reaper/trigger"
 	"github.com/reapergw/reaper/webhook"
 )
 
@@ -50,6 +52,10 @@ type parts struct {
 	clusterTLS *leader.TLS
 	metrics    *metrics.Metrics
 	log        *slog.Logger
+	// triggers runs the wake triggers (on the leader); endpoint answers the
+	// producers' calls on the gateway listener (nil without a token trigger).
+	triggers *trigger.Runner
+	endpoint *trigger.Endpoint
 	// doors is the budget of failed attempts at the admin token per client
 	// that the admin API, the dashboard's sign-in and the preview share.
 	doors *ratelimit.Failures
@@ -75,6 +81,7 @@ func buildParts(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_
 		p.openDriver,
 		p.buildWebhooks,
 		p.buildEngine,
+		p.buildTriggers,
 		p.joinCluster,
 		p.buildJob,
 		p.applyDryRun,
@@ -259,6 +266,26 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 	return nil
 }
 
+// buildTriggers builds the wake triggers: the polling and listening ones run
+// on the leader (whileLeader), the producer endpoint on every node's gateway
+// listener.
+func (p *parts) buildTriggers(_ context.Context, cfg *config.Config) error {
+	p.triggers = trigger.New(trigger.Options{
+		Triggers: cfg.Triggers, Waker: p.engine, Observer: p.metrics, Logger: p.log.With("part", "trigger"),
+	})
+	trusted := cfg.Node.TrustedProxiesPrefixes()
+	p.endpoint = trigger.NewEndpoint(p.triggers, trigger.EndpointOptions{
+		ClientKey: func(r *http.Request) string { return ratelimit.Key(plugin.ClientIP(r, trusted)) },
+		Logger:    p.log.With("part", "trigger"),
+	})
+	ids := make([]string, len(cfg.Triggers))
+	for i, c := range cfg.Triggers {
+		ids[i] = c.ID
+	}
+	p.metrics.WatchTriggers(ids)
+	return nil
+}
+
 // joinCluster starts this node's Raft member, when the configuration names a
 // cluster, with its TLS when cluster.tls is set.
 func (p *parts) joinCluster(_ context.Context, cfg *config.Config) error {
@@ -357,14 +384,15 @@ func (p *parts) wireJob() {
 	p.runners = append(p.runners, func(ctx context.Context) { p.leader.Run(ctx, p.whileLeader) })
 }
 
-// whileLeader is the leader's work for one term: the job, and the webhooks'
-// deliveries. It returns once both have.
+// whileLeader is the leader's work for one term: the job, the webhooks'
+// deliveries and the wake triggers. It returns once all have.
 func (p *parts) whileLeader(ctx context.Context, term uint64) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if p.webhooks != nil {
 		wg.Go(func() { p.webhooks.Run(ctx) })
 	}
+	wg.Go(func() { p.triggers.Run(ctx) })
 	p.job.Run(ctx, term)
 }
 

@@ -22,6 +22,7 @@ func restartNeeded(old, cur *config.Config) []string {
 		{"cluster", old.Cluster, cur.Cluster},
 		{"events", old.Events, cur.Events},
 		{"tcp_routes", old.TCPRoutes, cur.TCPRoutes},
+		{"triggers", old.Triggers, cur.Triggers},
 	} {
 		if !reflect.DeepEqual(c.a, c.b) {
 			out = append(out, c.name)

@@ -336,7 +336,7 @@ func loadTLS(t *config.TLS) (*tls.Config, error) {
 // serveGateway serves the routes on ln, over TLS when tlsConfig is set.
 func (n *node) serveGateway(ln net.Listener, tlsConfig *tls.Config) {
 	n.gwServer = &http.Server{
-		Handler:           n.gateway,
+		Handler:           n.parts.endpoint.Wrap(n.gateway),
 		ReadHeaderTimeout: n.cfg.Node.ReadHeaderTimeout.D(),
 		IdleTimeout:       n.cfg.Node.IdleTimeout.D(),
 		MaxHeaderBytes:    n.cfg.Node.MaxHeaderBytes,
@@ -376,7 +376,9 @@ func (n *node) serveAuth(ln net.Listener) {
 			Trusted: n.authTrusted(), HoldMax: n.cfg.Node.AuthHoldMax.D(), Logger: n.log,
 			Routes:        n.authRoutes,
 			TraefikRoutes: n.cfg.Node.AuthTraefikRoutes,
-			AuthURL:       cmp.Or(n.cfg.Node.AuthURL, "http://"+ln.Addr().String()),
+			// Routes whose app's container asks for Traefik (reaper.traefik).
+			TraefikLabeled: n.authTraefikLabeled,
+			AuthURL:        cmp.Or(n.cfg.Node.AuthURL, "http://"+ln.Addr().String()),
 		}),
 		ReadHeaderTimeout: n.cfg.Node.ReadHeaderTimeout.D(),
 		IdleTimeout:       n.cfg.Node.IdleTimeout.D(),

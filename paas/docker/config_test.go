@@ -149,6 +149,36 @@ func TestGraceLabel(t *testing.T) {
 	}
 }
 
+func TestTraefikLabel(t *testing.T) {
+	for _, tc := range []struct {
+		labels  map[string]string
+		want    bool
+		wantErr string
+	}{
+		{map[string]string{LabelEnable: "true"}, false, ""},
+		{map[string]string{LabelTraefik: "true"}, true, ""},
+		{map[string]string{LabelTraefik: " 1 "}, true, ""},
+		{map[string]string{LabelTraefik: "false"}, false, ""},
+		{map[string]string{LabelTraefik: "yes"}, false, `label reaper.traefik: "yes" is not true or false`},
+		{map[string]string{LabelTraefik: ""}, false, `"" is not true or false`},
+	} {
+		got, err := traefikLabel(tc.labels)
+		if got != tc.want {
+			t.Errorf("%v: %v, want %v", tc.labels, got, tc.want)
+		}
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v, want no error", tc.labels, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: %v, want an error with %q", tc.labels, err, tc.wantErr)
+		}
+	}
+	// Unreadable, it does not keep the driver from the app.
+	if _, problem := fromLabels("x", map[string]string{LabelEnable: "true", LabelTraefik: "yes"}); problem != "" {
+		t.Errorf("an unreadable Traefik label is a problem of the driver's: %q", problem)
+	}
+}
+
 func TestCameBackWhy(t *testing.T) {
 	lost := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	back := lost.Add(4 * time.Second)

@@ -32,6 +32,12 @@ const (
 	// of the routes that manage the app (Driver.AppPolicy). A value that cannot
 	// be read is logged and shown; the routes' grace period applies then.
 	LabelGracePeriod = "reaper.grace_period"
+	// LabelTraefik "true" asks that the routes managing the app be given to
+	// Traefik by reaper's HTTP provider (GET /traefik on node.auth_listen), as
+	// node.auth_traefik_routes does: reaper's, like LabelGracePeriod
+	// (Driver.AppPolicy). A value that cannot be read is logged and shown, and
+	// counts as false.
+	LabelTraefik = "reaper.traefik"
 )
 
 // optedIn reports whether a container's labels let reaper manage it.
@@ -116,6 +122,20 @@ func graceLabel(labels map[string]string) (time.Duration, error) {
 	return d, nil
 }
 
+// traefikLabel reads whether a container's labels ask for Traefik: false and
+// nil when they do not say, false and why when their value cannot be read.
+func traefikLabel(labels map[string]string) (bool, error) {
+	v, ok := labels[LabelTraefik]
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("label %s: %s is not true or false", LabelTraefik, strconv.Quote(v))
+	}
+	return b, nil
+}
+
 // spec is an app's configuration with the defaults applied, as the driver uses it.
 type spec struct {
 	id        string
@@ -131,6 +151,9 @@ type spec struct {
 	problem   string        // its labels could not be read: seen, never started or stopped
 	grace     time.Duration // reaper.grace_period, for reaper (AppPolicy); 0: not set
 	graceErr  error         // reaper.grace_period is set but cannot be used
+	traefik   bool          // reaper.traefik=true, for reaper (AppPolicy)
+	// traefikErr: reaper.traefik is set but cannot be read.
+	traefikErr error
 }
 
 // resolve applies the defaults; host is the engine's name.

@@ -56,6 +56,7 @@ func (d *Driver) reconcile(adopting bool) {
 			s := cfg.resolve(f.h.name)
 			s.labels, s.problem = true, problem
 			s.grace, s.graceErr = graceLabel(f.v.labels)
+			s.traefik, s.traefikErr = traefikLabel(f.v.labels)
 			a = newApp(s, f.h)
 			a.cid = f.v.id
 			d.discovered[id] = a
@@ -179,9 +180,15 @@ func (d *Driver) logDiscovered(a *app) {
 	if a.spec.grace > 0 {
 		args = append(args, "grace_period", a.spec.grace)
 	}
+	if a.spec.traefik {
+		args = append(args, "traefik", true)
+	}
 	d.log.Info("app discovered from its container's labels", args...)
 	if a.spec.graceErr != nil {
 		d.log.Error("a container's grace period cannot be read: the grace period of the routes that manage its app applies", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "err", a.spec.graceErr)
+	}
+	if a.spec.traefikErr != nil {
+		d.log.Error("a container's Traefik label cannot be read: its routes are given to Traefik only if node.auth_traefik_routes names them", "app", a.spec.id, "engine", a.h.name, "container", a.spec.container, "err", a.spec.traefikErr)
 	}
 }
 

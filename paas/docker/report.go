@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/reapergw/reaper/paas"
@@ -43,9 +44,9 @@ func (d *Driver) Cost(ctx context.Context, pa paas.App) (paas.Cost, error) {
 }
 
 // AppPolicy implements paas.PolicyHinter: the grace period a discovered app's
-// container sets with the label reaper.grace_period, as read when the container
-// was discovered (a container recreated with another value is another
-// discovery). Declared apps (paas.docker.apps) and apps unknown to the driver
+// container sets with the label reaper.grace_period, and whether it asks for
+// Traefik with reaper.traefik, as read when the container was discovered (a
+// container recreated with another value is another discovery). Declared apps (paas.docker.apps) and apps unknown to the driver
 // set none. It never waits on the engine.
 func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	d.mu.Lock()
@@ -54,12 +55,18 @@ func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	if !ok {
 		return paas.PolicyHint{}, nil
 	}
-	h := paas.PolicyHint{GracePeriod: a.spec.grace}
+	h := paas.PolicyHint{GracePeriod: a.spec.grace, Traefik: a.spec.traefik}
 	if h.GracePeriod > 0 {
 		h.From = "label " + LabelGracePeriod + " of container " + a.spec.container
 	}
-	if a.spec.graceErr != nil {
-		return h, fmt.Errorf("container %s: %w", a.spec.container, a.spec.graceErr)
+	var problems []string
+	for _, err := range []error{a.spec.graceErr, a.spec.traefikErr} {
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return h, fmt.Errorf("container %s: %s", a.spec.container, strings.Join(problems, "; "))
 	}
 	return h, nil
 }

@@ -58,3 +58,44 @@ func TestDriver_GraceLabelIsTheAppsHintAndFollowsARecreatedContainer(t *testing.
 	}
 	waitState(t, d, "graced", paas.StateShouldBeUp)
 }
+
+// reaper.traefik=true is the app's ask to be given to Traefik (the hint's
+// Traefik); a value that cannot be read counts as false and is an error naming
+// the label; a declared app's labels are not read.
+func TestDriver_TraefikLabelIsTheAppsHint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	create := func(id string, extra ...string) string {
+		name, addr := e.demo(id, nil)
+		dockertest.Docker(t, "rm", name)
+		args := []string{"create", "--name", name, "-p", addr + ":8080", "--label", "reaper.enable=true",
+			"--label", "reaper.app_id=" + id, "--label", "reaper.ready.http=http://" + addr + "/healthz"}
+		for _, l := range extra {
+			args = append(args, "--label", l)
+		}
+		dockertest.Docker(t, append(args, e.image, "--listen", ":8080")...)
+		return name
+	}
+	create("shown", "reaper.traefik=true")
+	create("plain")
+	bad := create("unsure", "reaper.traefik=maybe")
+	declared, daddr := e.demo("declared", []string{"--label", "reaper.traefik=true"})
+	d := e.driver(Config{Apps: []AppConfig{demoApp("declared", declared, daddr)}})
+
+	if h, err := d.AppPolicy(paas.App{ID: "shown"}); err != nil || !h.Traefik {
+		t.Errorf("reaper.traefik=true: %+v, %v; want Traefik", h, err)
+	}
+	if h, err := d.AppPolicy(paas.App{ID: "plain"}); err != nil || h.Traefik {
+		t.Errorf("no label: %+v, %v; want no Traefik", h, err)
+	}
+	h, err := d.AppPolicy(paas.App{ID: "unsure"})
+	if h.Traefik || err == nil || !strings.Contains(err.Error(), `reaper.traefik: "maybe" is not true or false`) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("reaper.traefik=maybe: %+v, %v; want no Traefik and an error naming the label and %s", h, err, bad)
+	}
+	if !strings.Contains(e.logs.String(), "Traefik label cannot be read") {
+		t.Error("the unreadable label was not logged")
+	}
+	if h, err := d.AppPolicy(paas.App{ID: "declared"}); h != (paas.PolicyHint{}) || err != nil {
+		t.Errorf("a declared app's labels are not read: %+v, %v", h, err)
+	}
+}

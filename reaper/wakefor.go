@@ -1,0 +1,52 @@
+package reaper
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotManaged is WakeFor's error for an id that no route of this node manages.
+var ErrNotManaged = errors.New("reaper: no route manages this app")
+
+// WakeFor asks for the app to be woken on behalf of by (a wake trigger:
+// "trigger redis-queue"), through the operator's path (AdminAPI.wake): an
+// EventWakeAsk entry in the history naming by, then an ask that is never
+// coalesced away, stored and passed to the job. The job wakes the app as for
+// any ask, and the woken app's idle clock starts at its LastUpAt, so it gets a
+// full grace period.
+//
+// An app that is Up or WaitingForUp is left alone (asked false, no history
+// entry): a trigger that keeps finding work while its worker runs must not
+// fill the history. It does not block on the job (the ask is sent in the
+// background); ctx bounds the history write. ErrNotManaged: no route on this
+// node manages the app.
+func (e *Engine) WakeFor(ctx context.Context, appID, by string) (asked bool, err error) {
+	a := e.app(appID)
+	if a == nil || !e.isManaged(appID) {
+		return false, ErrNotManaged
+	}
+	rec, _ := e.Record(appID)
+	if rec.Status == StatusUp || rec.Status == StatusWaitingForUp {
+		return false, nil
+	}
+	now := time.Now()
+	by = operatorName(by)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
+	defer cancel()
+	// In the history before the ask, as an operator's: the job must not take
+	// it for a visit, and it comes before what the job does about it.
+	e.tellAction(ctx, Transition{AppID: appID, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: by, Cause: by}, rec.Name)
+	e.asks.askNow(a, now)
+	return true, nil
+}
+
+// isManaged reports whether a route of this node manages the app.
+func (e *Engine) isManaged(appID string) bool {
+	for _, m := range e.Managed() {
+		if m.App.ID == appID {
+			return true
+		}
+	}
+	return false
+}
