@@ -335,3 +335,26 @@ func query(q url.Values) string {
 	}
 	return "?" + q.Encode()
 }
+
+// Groups lists the groups with their members.
+func (c *Client) Groups(ctx context.Context) ([]reaper.GroupView, error) {
+	var out []reaper.GroupView
+	return out, c.Call(ctx, http.MethodGet, "/api/groups", nil, &out)
+}
+
+// Group returns one group.
+func (c *Client) Group(ctx context.Context, id string) (reaper.GroupView, error) {
+	var out reaper.GroupView
+	return out, c.Call(ctx, http.MethodGet, "/api/groups/"+url.PathEscape(id), nil, &out)
+}
+
+// GroupAction runs an action (the path's last part: "_wake", "_sleep",
+// "_hold"; DELETE "_hold" releases) on a group's id: each member's answer.
+func (c *Client) GroupAction(ctx context.Context, method, id, action string, force bool, req reaper.ActionRequest) (reaper.GroupActionAnswer, error) {
+	q := ""
+	if force {
+		q = "?force=true"
+	}
+	var out reaper.GroupActionAnswer
+	return out, c.Call(ctx, method, appPath(id, "/"+action, q), req, &out)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/docker"
+	"github.com/reapergw/reaper/paas/kubernetes"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/reaper"
@@ -43,15 +44,21 @@ func (c *Config) check(d *conf.Decoder, errs *conf.Errors) {
 	plugin.ValidateRoutes(c.Routes, "routes", errs)
 	managed := c.checkReaperApps(d, errs)
 	c.checkTCPRoutes(managed, errs)
+	c.checkGroups(managed, errs)
+	c.checkDependsOn(errs)
 	c.checkWebhookApps(managed, errs)
 	c.checkTraefikRoutes(errs)
 	c.checkTriggers(managed, errs)
 }
 
 // checkTriggers checks the triggers together: each wakes an app that a route
-// manages (or, once groups exist, a group).
+// manages, or a group.
 func (c *Config) checkTriggers(managed map[string]bool, errs *conf.Errors) {
-	trigger.CheckAll(c.Triggers, "triggers", func(id string) bool { return managed[id] }, errs)
+	groups := map[string]bool{}
+	for _, g := range c.Groups {
+		groups[g.ID] = true
+	}
+	trigger.CheckAll(c.Triggers, "triggers", func(id string) bool { return managed[id] || groups[id] }, errs)
 }
 
 // checkTraefikRoutes checks that the routes given to Traefik exist, and that
@@ -107,10 +114,10 @@ func (c *Config) checkDriver(errs *conf.Errors) {
 			if p.CleverCloud == nil {
 				errs.Add("paas.clevercloud", "is required with driver clevercloud (a token or oauth credentials)")
 			}
-		case DriverDocker:
+		case DriverDocker, DriverKubernetes:
 		default:
 			if !p.Driver.Multi() { // a list's names were checked as it was decoded
-				errs.Add("paas.driver", "%s is not a driver (use process, clevercloud or docker)", strconv.Quote(string(p.Driver)))
+				errs.Add("paas.driver", "%s is not a driver (use process, clevercloud, docker or kubernetes)", strconv.Quote(string(p.Driver)))
 			}
 			return
 		}
@@ -123,6 +130,9 @@ func (c *Config) checkDriver(errs *conf.Errors) {
 		if p.Driver.Has(DriverDocker) {
 			hint = "; containers go under paas.docker.apps"
 		}
+		if p.Driver.Has(DriverKubernetes) {
+			hint = "; workloads go under paas.kubernetes.apps"
+		}
 		errs.Add("paas.apps", "is only read with driver process (%s%s)", p.Driver.describe(), hint)
 	}
 	if p.CleverCloud != nil && !p.Driver.Has(DriverCleverCloud) {
@@ -130,6 +140,9 @@ func (c *Config) checkDriver(errs *conf.Errors) {
 	}
 	if p.Docker != nil && !p.Driver.Has(DriverDocker) {
 		errs.Add("paas.docker", "is only read with driver docker (%s)", p.Driver.describe())
+	}
+	if p.Kubernetes != nil && !p.Driver.Has(DriverKubernetes) {
+		errs.Add("paas.kubernetes", "is only read with driver kubernetes (%s)", p.Driver.describe())
 	}
 	c.checkTwiceDeclared(errs)
 }
@@ -218,6 +231,7 @@ func anyAddress(host string) bool {
 // the routes manage.
 func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]bool {
 	managed := map[string]bool{}
+	busy := busyURLs{}
 	own := c.staticOwners()
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -238,6 +252,7 @@ func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]
 			var scratch conf.Errors // its errors were reported by ValidateRoutes
 			d.Decode(&pc.Config, &rc, path, &scratch)
 			managed[rc.AppID] = true
+			busy.check(rc.AppID, rc.BusyURL, path, errs)
 			switch {
 			case c.PaaS.Driver.Has(DriverCleverCloud) && rc.AppID == "":
 				switch id, ok := guessAppID(r.Backend.Targets); {
@@ -267,6 +282,7 @@ type owners struct {
 	labels      bool            // docker discovers apps from labels (several drivers)
 	cleverCloud bool            // clevercloud is listed among several drivers: app_… ids go
 	dockerOff   bool            // docker is listed, with paas.docker.labels off
+	kubeOff     bool            // kubernetes is listed, with paas.kubernetes.annotations off
 }
 
 // staticOwners reads the drivers' sections. With one driver, it says what that
@@ -293,9 +309,22 @@ func (c *Config) staticOwners() *owners {
 		}
 		o.labels, o.dockerOff = dc.LabelsOn(), !dc.LabelsOn()
 	}
+	if p.Driver.Has(DriverKubernetes) {
+		// Workloads may be discovered from annotations at run time too.
+		kc := p.Kubernetes
+		if kc == nil {
+			kc = &kubernetes.Config{}
+		}
+		o.sections = append(o.sections, "paas.kubernetes.apps")
+		for _, id := range kc.AppIDs() {
+			o.known[id] = true
+		}
+		o.labels = o.labels || kc.AnnotationsOn()
+		o.kubeOff = !kc.AnnotationsOn()
+	}
 	o.cleverCloud = p.Driver.Has(DriverCleverCloud)
 	if !p.Driver.Multi() {
-		o.anyID = !p.Driver.Has(DriverProcess) && !o.dockerOff
+		o.anyID = !p.Driver.Has(DriverProcess) && !o.dockerOff && !o.kubeOff
 	}
 	return o
 }
@@ -310,6 +339,9 @@ func (o *owners) unclaimed(id string) string {
 	msg := " is not an app of " + strings.Join(o.sections, " or ")
 	if o.dockerOff {
 		msg += " (and paas.docker.labels is off)"
+	}
+	if o.kubeOff {
+		msg += " (and paas.kubernetes.annotations is off)"
 	}
 	if o.cleverCloud {
 		msg += ", nor a Clever Cloud app id (app_<uuid>)"
@@ -430,5 +462,25 @@ func (c *Config) checkTCPRoutes(managed map[string]bool, errs *conf.Errors) {
 		if j, ok := httpRoutes[r.ID]; ok && r.ID != "" {
 			errs.Add(conf.Key(conf.Index("tcp_routes", i), "id"), "%s is already the id of %s: an app lists its routes by id", strconv.Quote(r.ID), conf.Index("routes", j))
 		}
+	}
+}
+
+// busyURLs are the busy_urls the routes give each app, and where: an app has
+// one (its routes may each repeat it, or give it on one of them only).
+type busyURLs map[string]addrAt
+
+// check reports a busy_url that differs from one an earlier route gave the
+// same app. The URLs are not quoted: they may carry a token.
+func (b busyURLs) check(app, url, path string, errs *conf.Errors) {
+	if app == "" || url == "" {
+		return
+	}
+	first, seen := b[app]
+	if !seen {
+		b[app] = addrAt{path: conf.Key(path, "busy_url"), addr: url}
+		return
+	}
+	if first.addr != url {
+		errs.Add(conf.Key(path, "busy_url"), "differs from the busy_url of app %s at %s: an app has one", strconv.Quote(app), first.path)
 	}
 }

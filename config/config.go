@@ -16,6 +16,7 @@ import (
 	"github.com/reapergw/reaper/leader"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/docker"
+	"github.com/reapergw/reaper/paas/kubernetes"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
 	"github.com/reapergw/reaper/tcproute"
@@ -36,6 +37,8 @@ type Config struct {
 	TCPRoutes []tcproute.Config `yaml:"tcp_routes"`
 	// Triggers wake apps that no request wakes (package trigger).
 	Triggers []trigger.Config `yaml:"triggers"`
+	// Groups are apps that wake together and sleep together (groups.go).
+	Groups []Group `yaml:"groups"`
 }
 
 // Node is this copy of reaper: where it listens and keeps its data.
@@ -112,6 +115,7 @@ type PaaS struct {
 	Apps        []process.AppConfig `yaml:"apps"`
 	CleverCloud *clevercloud.Config `yaml:"clevercloud"`
 	Docker      *docker.Config      `yaml:"docker"`
+	Kubernetes  *kubernetes.Config  `yaml:"kubernetes"`
 }
 
 // Store chooses where shared state lives.
@@ -177,6 +181,7 @@ const (
 	DriverProcess     = "process"
 	DriverCleverCloud = "clevercloud"
 	DriverDocker      = "docker"
+	DriverKubernetes  = "kubernetes"
 	StoreMemory       = "memory"
 	StoreValkey       = "valkey"
 )

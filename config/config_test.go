@@ -114,9 +114,9 @@ func TestParse_ErrorsWordForWord(t *testing.T) {
 			`reaper.fast_interval: must be at least 100ms`,
 			`reaper.max_held: must be 0 (half the open-file limit) or more, not -1`,
 		}},
-		{"drivers", "paas: {driver: kubernetes}\nstore: {driver: etcd}", []string{
+		{"drivers", "paas: {driver: nomad}\nstore: {driver: etcd}", []string{
 			`store.driver: "etcd" is not a store (use memory or valkey)`,
-			`paas.driver: "kubernetes" is not a driver (use process, clevercloud or docker)`,
+			`paas.driver: "nomad" is not a driver (use process, clevercloud, docker or kubernetes)`,
 		}},
 		{"valkey", "store: {driver: valkey}", []string{
 			`store.address: is required with the valkey store (host:port)`,

@@ -56,7 +56,7 @@ func (d *Drivers) UnmarshalConf(dec *conf.Decoder, n *yaml.Node, path string, er
 	var names []string
 	dec.Decode(n, &names, path, errs)
 	if len(names) == 0 {
-		errs.Add(path, "must name at least one driver (process, clevercloud or docker)")
+		errs.Add(path, "must name at least one driver (process, clevercloud, docker or kubernetes)")
 		return
 	}
 	seen := map[string]int{}
@@ -64,7 +64,7 @@ func (d *Drivers) UnmarshalConf(dec *conf.Decoder, n *yaml.Node, path string, er
 	for i, name := range names {
 		switch j, dup := seen[name]; {
 		case !slices.Contains(knownDrivers, name):
-			errs.Add(conf.Index(path, i), "%s is not a driver (use process, clevercloud or docker)", strconv.Quote(name))
+			errs.Add(conf.Index(path, i), "%s is not a driver (use process, clevercloud, docker or kubernetes)", strconv.Quote(name))
 		case dup:
 			errs.Add(conf.Index(path, i), "%s is already listed at %s", strconv.Quote(name), conf.Index(path, j))
 		default:
@@ -76,4 +76,4 @@ func (d *Drivers) UnmarshalConf(dec *conf.Decoder, n *yaml.Node, path string, er
 }
 
 // knownDrivers are the drivers reaper has.
-var knownDrivers = []string{DriverProcess, DriverCleverCloud, DriverDocker}
+var knownDrivers = []string{DriverProcess, DriverCleverCloud, DriverDocker, DriverKubernetes}

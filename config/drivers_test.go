@@ -41,15 +41,15 @@ routes:
 		name, src string
 		want      []string
 	}{
-		{"names", "paas: {driver: [process, kubernetes, process, 3]}", []string{
-			`paas.driver[1]: "kubernetes" is not a driver (use process, clevercloud or docker)`,
+		{"names", "paas: {driver: [process, nomad, process, 3]}", []string{
+			`paas.driver[1]: "nomad" is not a driver (use process, clevercloud, docker or kubernetes)`,
 			`paas.driver[2]: "process" is already listed at paas.driver[0]`,
 			`paas.driver[3]: "3" is not a driver`,
 		}},
 		{"a cluster", "node: {id: a}\nstore: {driver: valkey, address: '127.0.0.1:6379'}\npaas: {driver: [docker, process]}\ncluster: {raft_listen: '127.0.0.1:7000', secret: a-secret-of-32-characters-at-least, peers: [{id: a, raft_addr: '127.0.0.1:7000', api_addr: '127.0.0.1:9090'}]}", []string{
 			`paas.driver: process runs apps on one machine, which no other node can see`,
 		}},
-		{"empty", "paas: {driver: []}", []string{`paas.driver: must name at least one driver (process, clevercloud or docker)`}},
+		{"empty", "paas: {driver: []}", []string{`paas.driver: must name at least one driver (process, clevercloud, docker or kubernetes)`}},
 		{"joined", "paas: {driver: process+docker}", []string{`paas.driver: "process+docker" is not a driver (list several as [process, docker])`}},
 		{"sections", "paas: {driver: [docker, clevercloud], apps: [{id: x, command: [x], ready: {tcp: '127.0.0.1:1'}}]}", []string{
 			`paas.apps: is only read with driver process (the drivers are docker, clevercloud; containers go under paas.docker.apps)`,
@@ -94,5 +94,32 @@ routes:
 		if _, err := Parse([]byte(src), env(nil)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestParse_Kubernetes: driver kubernetes reads paas.kubernetes, whose errors
+// name their field, and a route may name an app its annotations will declare.
+func TestParse_Kubernetes(t *testing.T) {
+	src := `
+paas:
+  driver: kubernetes
+  kubernetes:
+    namespaces: [shop]
+    apps: [{id: web, replicas: 2}, {id: db, kind: DaemonSet}]
+routes:
+  - id: web
+    frontend: {domains: [web.localhost]}
+    backend: {targets: ["http://127.0.0.1:3001"]}
+    plugins: [{plugin: reaper, config: {app_id: web}}, {plugin: reaper, config: {app_id: discovered}}]
+`
+	_, err := Parse([]byte(src), nil)
+	if err == nil || !strings.Contains(err.Error(), `paas.kubernetes.apps[1].kind: "DaemonSet" is not a kind`) {
+		t.Fatalf("got %v, want the kind's error at its path", err)
+	}
+	if strings.Contains(err.Error(), "discovered") {
+		t.Errorf("an app id annotations may declare was refused: %v", err)
+	}
+	if _, err := Parse([]byte("paas: {driver: docker, kubernetes: {}}"), nil); err == nil || !strings.Contains(err.Error(), "paas.kubernetes: is only read with driver kubernetes") {
+		t.Errorf("paas.kubernetes with driver docker: %v", err)
 	}
 }

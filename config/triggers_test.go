@@ -92,3 +92,18 @@ func TestParse_TriggerErrorsNameTheirFieldAndHideSecrets(t *testing.T) {
 		t.Errorf("an error quotes a secret:\n%v", err)
 	}
 }
+
+func TestParse_TriggerMayWakeAGroup(t *testing.T) {
+	src := triggersBase + `groups:
+  - {id: backoffice, apps: [worker]}
+triggers:
+  - {id: jobs, wake: backoffice, redis_list: {addr: "127.0.0.1:6379", key: jobs}}
+`
+	cfg, err := Parse([]byte(src), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Triggers[0].Wake != "backoffice" {
+		t.Errorf("wake %q", cfg.Triggers[0].Wake)
+	}
+}

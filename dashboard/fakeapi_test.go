@@ -169,6 +169,7 @@ func testApps() []reaper.AppView {
 			LastCheckAt: ptr(time.Now()), ReapAt: &reap, Held: 2,
 			Hold:        &reaper.KeepWarm{Until: t0.Add(6 * time.Hour), Reason: "demo on Friday", By: "bob"},
 			GracePeriod: "2s", GracePeriodFrom: "label reaper.grace_period of container shop-1",
+			Busy:     &reaper.BusyNote{Since: t0, Why: "busy: its busy_url answered 200"},
 			BootTime: "1.234s", MemoryBytes: 40064 << 10, MemoryAt: ptr(time.Now().Add(-time.Minute))},
 		{AppID: "blog", Status: reaper.StatusDown, Routes: []string{"blog", "blog-www"}, Managed: true, LastStatusUpdate: &down,
 			LastCheckAt: ptr(time.Now())},

@@ -111,6 +111,7 @@ func TestAppPage_ShowsStateWakesAwakeAndHistory(t *testing.T) {
 		"Held awake until", "Down → WaitingForUp", // the history
 		"page 1 of 3", "/apps/shop?page=2", // 60 entries, 25 a page
 		"/checkout", "3 requests", // why awake
+		"Busy: its sleep is put off since", "its busy_url answered 200", // a worker's busy_url
 		"Savings are not available",                              // 404 for the app's savings
 		"from the label reaper.grace_period of container shop-1", // the app's own grace period
 		"Boot time", "1.234s", "Memory awake", "39.1 MiB", "measured", // what the driver measured

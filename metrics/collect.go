@@ -44,7 +44,7 @@ var (
 // scrape create the series of the apps n's engine manages.
 func (m *Metrics) WatchNode(n Node) {
 	m.node.Store(&n)
-	m.reg.MustRegister(nodeCollector{n})
+	m.reg.MustRegister(nodeCollector{n}, groupCollector{n.Engine})
 }
 
 type nodeCollector struct{ n Node }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/reapergw/reaper/plugin"
+	"github.com/reapergw/reaper/reaper"
 )
 
 // A request's answer label: the plugin's outcome, else how it ended.
@@ -74,7 +75,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := map[string]bool{}
-	for _, f := range []string{"metrics.go", "collect.go", "tcp.go", "trigger.go"} {
+	for _, f := range []string{"metrics.go", "collect.go", "tcp.go", "trigger.go", "groups.go"} {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -125,5 +126,70 @@ reaper_tcp_connections{route="redis",state="spliced"} 1
 	}
 	if n := testutil.CollectAndCount(m.tcp.heldWait); n != 1 {
 		t.Errorf("held wait series = %d", n)
+	}
+}
+
+func TestTriggers_ChecksWakesFailingRefusals(t *testing.T) {
+	m := New("process")
+	m.WatchTriggers([]string{"queue"})
+	if got := testutil.ToFloat64(m.trig.checks.WithLabelValues("queue", "error")); got != 0 {
+		t.Fatalf("a watched trigger's errors start at %v, want 0", got)
+	}
+	m.TriggerChecked("queue", "none")
+	m.TriggerChecked("queue", "error")
+	m.TriggerChecked("queue", "error")
+	if got := testutil.ToFloat64(m.trig.failing.WithLabelValues("queue")); got != 1 {
+		t.Errorf("failing after an error: %v, want 1", got)
+	}
+	m.TriggerChecked("queue", "work")
+	m.TriggerFired("queue")
+	m.TriggerRefused("unauthorized")
+	for _, c := range []struct {
+		got, want float64
+		what      string
+	}{
+		{testutil.ToFloat64(m.trig.checks.WithLabelValues("queue", "error")), 2, "errors"},
+		{testutil.ToFloat64(m.trig.checks.WithLabelValues("queue", "work")), 1, "work"},
+		{testutil.ToFloat64(m.trig.wakes.WithLabelValues("queue")), 1, "wakes"},
+		{testutil.ToFloat64(m.trig.failing.WithLabelValues("queue")), 0, "failing once it works"},
+		{testutil.ToFloat64(m.trig.refused.WithLabelValues("unauthorized")), 1, "refused"},
+		{testutil.ToFloat64(m.trig.refused.WithLabelValues("rate_limited")), 0, "rate limited"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	m.TriggerChecked("queue", "error")
+	m.TriggerStopped("queue")
+	if got := testutil.ToFloat64(m.trig.failing.WithLabelValues("queue")); got != 0 {
+		t.Errorf("failing once the trigger stopped here: %v, want 0", got)
+	}
+}
+
+func TestGroups_MembersAndMembersUp(t *testing.T) {
+	store, err := reaper.NewMemStore(reaper.MemStoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := reaper.NewEngine(reaper.EngineOptions{Node: "n1", Store: store})
+	e.SetTopology(reaper.Topology{Groups: []reaper.Group{{ID: "shop", Apps: []string{"web", "worker"}}}})
+	e.Apply(reaper.Record{AppID: "web", Status: reaper.StatusUp, Revision: 1})
+	e.Apply(reaper.Record{AppID: "worker", Status: reaper.StatusDown, Revision: 1})
+	m := New("process")
+	m.WatchNode(Node{Engine: e})
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(`
+# HELP reaper_group_member 1 for each app of a group (groups[]): join it with reaper_app_status on app.
+# TYPE reaper_group_member gauge
+reaper_group_member{app="web",group="shop"} 1
+reaper_group_member{app="worker",group="shop"} 1
+# HELP reaper_group_members The apps of the group.
+# TYPE reaper_group_members gauge
+reaper_group_members{group="shop"} 2
+# HELP reaper_group_members_up The group's apps that are Up, as this node last saw them.
+# TYPE reaper_group_members_up gauge
+reaper_group_members_up{group="shop"} 1
+`), "reaper_group_member", "reaper_group_members", "reaper_group_members_up"); err != nil {
+		t.Error(err)
 	}
 }

@@ -25,7 +25,7 @@ func (m *Metrics) triggerInstruments() triggerInstruments {
 	return triggerInstruments{
 		checks:  m.counterVec("reaper_trigger_checks_total", "Looks of a wake trigger at its source (a poll, a notification, a producer's call), by result: work, none, error. Made by the leader, but a producer's call on any node.", "trigger", "result"),
 		wakes:   m.counterVec("reaper_trigger_wakes_total", "Wakes a trigger asked (its app was not up or waking already).", "trigger"),
-		failing: m.gaugeVec("reaper_trigger_failing", "1 while a trigger's last look at its source failed, else 0.", "trigger"),
+		failing: m.gaugeVec("reaper_trigger_failing", "1 while a trigger's last look at its source failed, else 0 (and 0 on a node that does not run it).", "trigger"),
 		refused: m.counterVec("reaper_trigger_endpoint_refused_total", "Calls to the producer endpoint refused on this node: unauthorized (a wrong token or an unknown id, alike) or rate_limited.", "reason"),
 	}
 }
@@ -45,6 +45,10 @@ func (m *Metrics) TriggerFired(id string) { m.trig.wakes.WithLabelValues(id).Inc
 
 // TriggerRefused implements trigger.Observer.
 func (m *Metrics) TriggerRefused(reason string) { m.trig.refused.WithLabelValues(reason).Inc() }
+
+// TriggerStopped implements trigger.Observer: a trigger that no longer runs
+// here (the leader's term ended) is not failing here.
+func (m *Metrics) TriggerStopped(id string) { m.trig.failing.WithLabelValues(id).Set(0) }
 
 // WatchTriggers creates the series of the configured triggers, at 0.
 func (m *Metrics) WatchTriggers(ids []string) {

@@ -15,7 +15,7 @@ import (
 
 // The fixed label values, as docs/metrics.md lists them.
 var (
-	wakeCauses  = []string{"request", "keep_up", "hold", "prewake", "other"}
+	wakeCauses  = []string{"request", "keep_up", "hold", "prewake", "group", "other"}
 	sleepCauses = []string{"idle", "operator"}
 	wakePhases  = []string{reaper.PhaseAccepted, reaper.PhaseUp, reaper.PhaseFirstAnswer, "total"}
 	paasCalls   = []string{"observe", "observe_all", "last_deployment", "start", "stop", "cost"}

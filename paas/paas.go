@@ -1,6 +1,7 @@
 // Package paas declares what reaper needs from a platform that runs apps: observe an
 // app, start it, stop it. Drivers live in sub-packages (paas/process for local
-// processes, paas/clevercloud for Clever Cloud, paas/docker for containers);
+// processes, paas/clevercloud for Clever Cloud, paas/docker for containers,
+// paas/kubernetes for Deployments and StatefulSets);
 // paas/paastest holds a recording fake for tests, and the contract every driver
 // passes (paastest.Run).
 //

@@ -381,6 +381,9 @@ func TestWaitingPage_Screenshots(t *testing.T) {
 		{"de-phone", "de", "WaitingForUp", "light", 375, waking, 0},
 		{"fr-limited", "fr", "Down", "light", 1000, Progress{}, 42 * time.Second},
 		{"he-limited-dark", "he", "Down", "dark", 375, Progress{}, 42 * time.Second},
+		{"fa-light", "fa-IR,fa;q=0.9", "WaitingForUp", "light", 1000, waking, 0},
+		{"zh-Hant-light", "zh-TW,zh;q=0.9", "WaitingForUp", "light", 1000, waking, 0},
+		{"ko-phone-dark", "ko-KR", "WaitingForUp", "dark", 375, waking, 0},
 	} {
 		t.Run(shot.name, func(t *testing.T) {
 			w := Waiting{AppName: "my-shop-frontend", Status: shot.status, RequestID: "7f3c9a1e-52b4-4c1d-9e0a-3b8f2d6c41aa",

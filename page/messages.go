@@ -1,6 +1,7 @@
 package page
 
 import (
+	"slices"
 	"strings"
 
 	"golang.org/x/text/language"
@@ -42,8 +43,13 @@ type Messages struct {
 }
 
 // locales is the message table, one entry per language, English first: it is the fallback. The headings put
-// PlaceholderApp where the grammar of the language takes a bare name, so the name is never declined.
-var locales = []Locale{
+// PlaceholderApp where the grammar of the language takes a bare name, so the name is never declined. The
+// first twelve are below; the others in messages_europe.go, messages_asia.go and messages_rtl.go.
+var locales = slices.Concat(firstLocales, europeLocales, asiaLocales, rtlLocales)
+
+// firstLocales are the languages the pages spoke first: English (the fallback), the main languages of
+// Western Europe, Polish, Japanese, Simplified Chinese, Arabic and Hebrew.
+var firstLocales = []Locale{
 	{Tag: language.English, Dir: "ltr", Messages: Messages{
 		Title:         "{app} is waking up",
 		ErrorTitle:    "{app} could not be started",

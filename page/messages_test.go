@@ -13,6 +13,14 @@ func TestMessages_EveryLanguageHasEveryMessage(t *testing.T) {
 		language.English, language.French, language.German, language.Spanish, language.Italian,
 		language.Portuguese, language.Dutch, language.Polish, language.Japanese, language.SimplifiedChinese,
 		language.Arabic, language.Hebrew,
+		// Added with issue 25: seed WOC's 32.
+		language.Russian, language.Ukrainian, language.Turkish, language.Swedish, language.Danish,
+		language.MustParse("nb"), language.Finnish, language.Greek, language.Czech, language.Romanian,
+		language.Hungarian, language.Hindi, language.Bengali, language.Korean, language.TraditionalChinese,
+		language.Vietnamese, language.Thai, language.Indonesian, language.Persian, language.Urdu,
+	}
+	if len(locales) != 32 || len(want) != 32 {
+		t.Errorf("the pages speak %d languages (the test lists %d), want 32", len(locales), len(want))
 	}
 	seen := map[language.Tag]bool{}
 	for _, l := range locales {

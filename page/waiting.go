@@ -4,7 +4,9 @@
 // progress section.
 //
 // The waiting page is self-contained: no external script, stylesheet, font or image, light and dark from
-// prefers-color-scheme, twelve languages chosen from Accept-Language. It shows the wake's phases and the
+// prefers-color-scheme, 32 languages chosen from Accept-Language (language.go; their texts in messages.go,
+// messages_europe.go, messages_asia.go and messages_rtl.go, right to left for Arabic, Hebrew, Persian and
+// Urdu). It shows the wake's phases and the
 // app's usual boot time, follows the app's live progress stream (server-sent events) and reloads itself
 // the moment requests go through to the app; without the stream it polls its own URL with a HEAD request
 // marked `CleverCloud-Reaper: poll` and reloads itself as soon as the app itself answers.

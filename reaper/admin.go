@@ -25,6 +25,9 @@ import (
 //	POST /api/apps/{id}/_hold           {"duration": "6h", "reason": "…", "by": "…"}: keep it awake (waking it)
 //	DELETE /api/apps/{id}/_hold         end the hold now
 //	POST /api/apps/{id}/_reset          an app in Error (or any) back to WaitingForInit
+//	GET  /api/groups                    every group, with its members (admingroups.go)
+//	GET  /api/groups/{id}               one group
+//	(_wake, _sleep, _hold and DELETE _hold take a group's id too: each member, GroupActionAnswer)
 //	GET  /api/events                    server-sent events: changes of status, holds, actions, wakes
 //	GET  /api/savings                   what sleeping saved, per app and in total (savings.go)
 //	GET  /api/apps/{id}/savings         one app's
@@ -61,11 +64,13 @@ func (a *AdminAPI) Handler() http.Handler {
 	mux.HandleFunc("GET /api/apps/{id}/awake", a.awake)
 	mux.HandleFunc("GET /api/apps/{id}/wakes", a.wakes)
 	mux.HandleFunc("GET /api/apps/{id}/prewake", a.prewake)
-	mux.HandleFunc("POST /api/apps/{id}/_wake", a.wake)
-	mux.HandleFunc("POST /api/apps/{id}/_sleep", a.sleep)
+	// The actions an operator may ask of a group take its id (admingroups.go).
+	mux.HandleFunc("POST /api/apps/{id}/_wake", a.orGroup("wake", a.wake))
+	mux.HandleFunc("POST /api/apps/{id}/_sleep", a.orGroup("sleep", a.sleep))
 	mux.HandleFunc("POST /api/apps/{id}/_reap", a.reap)
-	mux.HandleFunc("POST /api/apps/{id}/_hold", a.hold)
-	mux.HandleFunc("DELETE /api/apps/{id}/_hold", a.release)
+	mux.HandleFunc("POST /api/apps/{id}/_hold", a.orGroup("hold", a.hold))
+	mux.HandleFunc("DELETE /api/apps/{id}/_hold", a.orGroup("release", a.release))
+	a.groupRoutes(mux)
 	mux.HandleFunc("POST /api/apps/{id}/_reset", a.reset)
 	mux.HandleFunc("GET /api/events", a.eventStream)
 	mux.HandleFunc("GET /api/savings", a.savings)
@@ -115,6 +120,9 @@ type AppView struct {
 	Hold *KeepWarm `json:"hold"`
 	// SleepAsked is an operator's "sleep now" still pending.
 	SleepAsked *SleepAsk `json:"sleep_asked"`
+	// Busy says why its sleep is put off, while its busy_url says it is busy
+	// (or fails); absent otherwise.
+	Busy *BusyNote `json:"busy,omitempty"`
 	// LastWake is the current or last wake, phase by phase (as far as the record
 	// knows it: the first answer is in the history, see /wakes).
 	LastWake *WakeView `json:"last_wake"`
@@ -185,6 +193,9 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 			LastStatusUpdate: ptime(rec.LastStatusUpdate), LastUpAt: ptime(rec.LastUpAt),
 			LastDownAt: ptime(rec.LastDownAt), ActionAt: ptime(rec.ActionAt), LastCheckAt: ptime(rec.LastCheckAt),
 			Routes: m.Routes, LastAccess: ptime(la), InFlight: inFlight[appID], Held: held, Managed: isManaged,
+		}
+		if rec.Status == StatusUp {
+			v.Busy = rec.Busy
 		}
 		if v.Routes == nil {
 			v.Routes = []string{}

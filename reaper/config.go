@@ -49,6 +49,14 @@ type Config struct {
 	// MonitoringFilters recognise uptime monitors and health checks: while the app
 	// sleeps they get a 200 without waking it, and they never count as traffic.
 	MonitoringFilters []MonitoringFilter `yaml:"monitoring_filters"`
+	// NotActivity are paths served without counting as a visit (notactivity.go):
+	// exact, or a prefix written with a final "*".
+	NotActivity []string `yaml:"not_activity"`
+	// BusyURL is asked before the app is put to sleep: 200 means busy (the
+	// sleep is postponed), 204 or 404 idle; a failure keeps the app up for at
+	// most BusyMax (busy.go).
+	BusyURL string        `yaml:"busy_url"`
+	BusyMax conf.Duration `yaml:"busy_max"`
 	// WaitingPage replaces the built-in waiting page: an html/template, where the
 	// reference's placeholders {{route_name}}, {{app_name}}, {{app_id}},
 	// {{status}}, {{request_id}} and {{node}} stand for fields of page.Fields
@@ -67,8 +75,9 @@ type Config struct {
 	// Timezone), "" or "off" not to.
 	Prewake string `yaml:"prewake"`
 
-	mustBeUp []Range
-	page     *templates.Page
+	mustBeUp    []Range
+	notActivity []pathMatcher
+	page        *templates.Page
 }
 
 // Placeholders are those a custom waiting page may write bare, as the reference
@@ -98,6 +107,8 @@ func DefaultConfig() Config {
 		APIBehavior:      BehaviorHold,
 		Timezone:         "Europe/Paris",
 		MaxHeld:          DefaultMaxHeld,
+		NotActivity:      append([]string(nil), DefaultNotActivity...),
+		BusyMax:          conf.Duration(DefaultBusyMax),
 	}
 }
 
@@ -187,6 +198,8 @@ func (c *Config) Validate(path string, errs *conf.Errors) {
 	for i := range c.MonitoringFilters {
 		c.MonitoringFilters[i].validate(conf.Index(conf.Key(path, "monitoring_filters"), i), errs)
 	}
+	c.checkNotActivity(path, errs)
+	c.checkBusy(path, errs)
 }
 
 // checkPage checks a parsed custom waiting page (p, or the error of its parse):
@@ -293,6 +306,8 @@ func (c *Config) policy() Policy {
 		// The config says it; Decide's default is for policies built by hand.
 		MaxFailedBoots: c.MaxFailedBoots,
 		Prewake:        c.Prewake == PrewakeLearn,
+		BusyURL:        c.BusyURL,
+		BusyMax:        c.BusyMax.D(),
 	}
 	if loc, err := time.LoadLocation(c.Timezone); err == nil && p.Prewake {
 		p.Location = loc

@@ -48,6 +48,8 @@ type Input struct {
 	WakeAskedAt time.Time
 	// Prewake: a visit is predicted soon (learned pre-wake); wakes a sleeping app.
 	Prewake bool
+	// Group is what the app's group and depends_on say (group.go).
+	Group GroupInput
 }
 
 // Policy is the merged configuration of the routes that manage the app: the
@@ -67,6 +69,11 @@ type Policy struct {
 	// is the time zone they are learned in (nil: DefaultTimezone).
 	Prewake  bool
 	Location *time.Location
+	// BusyURL, when set, is asked before the app is put to sleep; a failing
+	// one keeps it up for at most BusyMax (busy.go). The job applies it, not
+	// Decide.
+	BusyURL string
+	BusyMax time.Duration
 }
 
 func (p Policy) location() *time.Location {
@@ -160,7 +167,9 @@ func Decide(rec Record, in Input, now time.Time, p Policy) (Record, Action) {
 	// restart it; the next look sees it move to WaitingForUp or SHOULD_BE_DOWN.
 	// A crash loop's back-off holds the start back (the job looks again when it
 	// ends).
-	if out.Status == StatusDown && state == paas.StateShouldBeDown && act == ActionNone && !out.Boots.backingOff(now) && !out.SleepAsk.settling(out, now) {
+	// A dependency not up yet holds the start back (the job looks again when
+	// it is up).
+	if out.Status == StatusDown && state == paas.StateShouldBeDown && act == ActionNone && !out.Boots.backingOff(now) && !out.SleepAsk.settling(out, now) && in.Group.StartAfter == "" {
 		if cause := wakeCause(out, in, now, p); cause != "" {
 			out = enter(out, StatusWaitingForUp, cause, now)
 			asked := in.WakeAskedAt
@@ -478,6 +487,8 @@ func wakeCause(rec Record, in Input, now time.Time, p Policy) string {
 		return CauseHeldAwake
 	case in.Prewake:
 		return CausePrewake
+	case in.Group.Wake:
+		return CauseGroupAwake
 	}
 	return ""
 }

@@ -26,13 +26,18 @@
 //     calls Decide and acts on the platform.
 //   - prewake.go (which visits recur, pure) and prewakejob.go (the job's side):
 //     learned pre-wake.
+//   - busy.go (whether a busy_url lets an idle app sleep, pure) and
+//     busyprobe.go (the job's side: the GETs in the background): a busy
+//     worker is not put to sleep.
 //   - savings.go: the time, money and GiB-hours an app spent asleep.
 //
 // A request's path, on every node:
 //
 //   - plugin.go: the reaper plugin on a route, which reaches the engine only
 //     through the port below (its Route, Engine.Options); config.go: its
-//     configuration on one route (the reference's keys); protocol.go: the wire
+//     configuration on one route (the reference's keys); notactivity.go:
+//     its not_activity paths (a crawler's robots.txt: served, never traffic);
+//     protocol.go: the wire
 //     protocol as one table (classify, answerFor); answers.go: the answers
 //     given in place of the app; wellknown.go: reaper's own paths under
 //     /.well-known/reaper/ on every host; preview.go: a route's waiting page as

@@ -101,6 +101,7 @@ type Engine struct {
 
 	mu   sync.RWMutex
 	apps map[string]*app
+	topo *topology // groups and depends_on (topology.go); nil: none
 
 	refresh  chan string // app ids whose record should be re-read
 	flushNow chan struct{}
@@ -127,6 +128,8 @@ type ManagedApp struct {
 	// PolicyProblem is what the app says of its own policy and cannot be used
 	// (an unreadable label): the routes' value applies.
 	PolicyProblem string
+	// Group is the id of the group the app is in ("" when none).
+	Group string
 }
 
 // app is the node's view of one app: its last known record, and this node's
@@ -245,7 +248,7 @@ func (e *Engine) Unregister(routeID, appID string, cfg *Config) {
 // effective policies. It does not wait on the platform (the hints are the
 // driver's memory).
 func (e *Engine) Managed() []ManagedApp {
-	out := e.managed()
+	out := e.groupMembersManaged(e.managed())
 	if e.opts.Policies != nil {
 		for i := range out {
 			h, err := e.opts.Policies.AppPolicy(out[i].App)
@@ -292,6 +295,10 @@ func mergePolicy(a, b Policy) Policy {
 		MustBeUp:       append(append([]Range(nil), a.MustBeUp...), b.MustBeUp...),
 		Prewake:        a.Prewake || b.Prewake,
 		Location:       cmp.Or(a.Location, b.Location),
+		// Routes on one app give one busy_url (reaper check says so); the
+		// smaller wins, so that the merge does not depend on the order.
+		BusyURL: minNonEmpty(a.BusyURL, b.BusyURL),
+		BusyMax: max(a.BusyMax, b.BusyMax),
 	}
 }
 

@@ -117,7 +117,8 @@ func (p *Plugin) afterHold(ex *plugin.Exchange, end HoldEnd) (answer *plugin.Ans
 	rec := end.Rec
 	switch end.Err {
 	case nil:
-		if _, admitted := p.admit(ex, false); !admitted {
+		// A crawler's file (not_activity) is served, but is not a visit.
+		if _, admitted := p.admit(ex, p.isNotActivity(ex.Request)); !admitted {
 			if end.Released {
 				p.route.GiveBack(true) // asleep again: nothing went
 			}

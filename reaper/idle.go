@@ -11,7 +11,14 @@ import "time"
 // operator's hold. Counting from LastUpAt gives an app that just came up (woken,
 // or started from outside) a full grace period even when its last request is
 // older; counting from the hold's end gives one after the hold.
+//
+// A member of a group is not idle while its group is in use (in.Group.Keep),
+// nor before its turn to stop (in.Group.StopAfter: the groups' reverse order,
+// or an app awake that depends on it).
 func Idle(rec Record, in Input, now time.Time, p Policy) bool {
+	if in.Group.Keep || in.Group.StopAfter != "" {
+		return false
+	}
 	if in.Busy || p.KeepUp(now) || rec.Hold.Active(now) {
 		return false
 	}
@@ -27,10 +34,11 @@ func idleSince(rec Record, in Input) time.Time {
 }
 
 // sleepAsked reports whether an operator's pending "sleep now" puts the app to
-// sleep at now: never while Busy (nothing cuts a request in flight), and, unless
-// forced, not inside a keep-up range or a hold.
+// sleep at now: never while Busy (nothing cuts a request in flight) nor before
+// its turn in its group or while an app that depends on it is awake
+// (in.Group.StopAfter), and, unless forced, not inside a keep-up range or a hold.
 func sleepAsked(rec Record, in Input, now time.Time, p Policy) bool {
-	if !rec.SleepAsk.Pending(rec) || in.Busy {
+	if !rec.SleepAsk.Pending(rec) || in.Busy || in.Group.StopAfter != "" {
 		return false
 	}
 	return rec.SleepAsk.Force || (!p.KeepUp(now) && !rec.Hold.Active(now))

@@ -40,6 +40,8 @@ type JobOptions struct {
 	Workers int
 	// Now reads the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// BusyTimeout bounds one GET of an app's busy_url (default BusyTimeout).
+	BusyTimeout time.Duration
 }
 
 // Job applies the reaper's decisions. It runs on the leader only (on a single node,
@@ -62,8 +64,13 @@ type Job struct {
 	again   map[string]bool // run the app's step once more when it ends
 
 	unmanagedSince map[string]time.Time // guarded by mu
-	apiErr         throttle
-	prewake        prewakes
+	// The managed apps and their policies as the last targets read them, for
+	// the decisions of groups and depends_on (jobgroup.go); guarded by mu.
+	managed  []ManagedApp
+	policies map[string]Policy
+	apiErr   throttle
+	prewake  prewakes
+	busy     *busyProbes
 }
 
 // unmanagedGrace is how long an app no route manages is kept awake and known before
@@ -91,6 +98,7 @@ func NewJob(opts JobOptions) *Job {
 		running:        map[string]bool{},
 		again:          map[string]bool{},
 		unmanagedSince: map[string]time.Time{},
+		busy:           newBusyProbes(opts.Logger, opts.BusyTimeout, opts.Now),
 	}
 }
 
@@ -177,6 +185,7 @@ func (j *Job) load(ctx context.Context, apps []paas.App, batch bool) (*passData,
 	if pd.asks, err = j.opts.Store.WakeAsks(ctx); err != nil {
 		return nil, fmt.Errorf("reading wake asks: %w", err)
 	}
+	pd.asks = j.expandAsks(ctx, pd.asks) // a wake of a group's member wakes the group
 	for _, a := range apps {
 		n := 0
 		if _, asked := pd.asks[a.ID]; asked {
@@ -211,7 +220,7 @@ func (j *Job) pass(ctx context.Context, wg *sync.WaitGroup, term uint64, full bo
 
 // handle looks at the asked apps now.
 func (j *Job) handle(ctx context.Context, wg *sync.WaitGroup, term uint64, ids map[string]bool) {
-	j.run(ctx, wg, term, j.targets(ctx, true, ids))
+	j.run(ctx, wg, term, j.targets(ctx, true, j.withRelated(ids)))
 }
 
 func (j *Job) run(ctx context.Context, wg *sync.WaitGroup, term uint64, targets []target) {
@@ -241,9 +250,15 @@ func (j *Job) targets(ctx context.Context, full bool, ids map[string]bool) []tar
 	var asks map[string]time.Time
 	if !full {
 		asks, _ = j.opts.Store.WakeAsks(ctx)
+		asks = j.expandAsks(ctx, asks)
 	}
 	var out []target
+	policies := make(map[string]Policy, len(managed))
+	for _, m := range managed {
+		policies[m.App.ID] = m.Policy
+	}
 	j.mu.Lock()
+	j.managed, j.policies = managed, policies
 	for _, m := range managed {
 		delete(j.unmanagedSince, m.App.ID) // managed again: a later unmanaged spell starts afresh
 	}

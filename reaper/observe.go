@@ -86,6 +86,8 @@ func wakeCauseLabel(cause string) string {
 		return "hold"
 	case CausePrewake:
 		return "prewake"
+	case CauseGroupAwake:
+		return "group"
 	}
 	return "other"
 }

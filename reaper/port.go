@@ -176,14 +176,10 @@ func (r *Route) Begin() (end func(), ok bool) {
 func (r *Route) Admit(quiet bool) (end func(), st Status, ok bool) {
 	a := r.a
 	if quiet {
-		a.inFlight.Add(1)
-		if st = a.status(); st.Asleep() {
-			a.inFlight.Add(-1)
-			return noEnd, st, false
-		}
-		return func() { a.inFlight.Add(-1) }, st, true
+		end = a.beginQuiet()
+	} else {
+		end = a.begin()
 	}
-	end = a.begin()
 	if st = a.status(); st.Asleep() {
 		end()
 		return noEnd, st, false

@@ -14,20 +14,23 @@ import (
 type requestKind uint8
 
 const (
-	kindAPI     requestKind = iota // anything else: API calls, form posts, scripts
-	kindBrowser                    // a page load: GET or HEAD whose Accept asks for HTML
-	kindMonitor                    // a monitoring filter of the route matches
-	kindPoll                       // CleverCloud-Reaper: poll (the waiting page's own check)
-	kindStatus                     // CleverCloud-Reaper: status
+	kindAPI         requestKind = iota // anything else: API calls, form posts, scripts
+	kindBrowser                        // a page load: GET or HEAD whose Accept asks for HTML
+	kindMonitor                        // a monitoring filter of the route matches
+	kindPoll                           // CleverCloud-Reaper: poll (the waiting page's own check)
+	kindStatus                         // CleverCloud-Reaper: status
+	kindNotActivity                    // a not_activity path of the route (a crawler's robots.txt)
 )
 
-var kindNames = [...]string{kindAPI: "api", kindBrowser: "browser", kindMonitor: "monitor", kindPoll: "poll", kindStatus: "status"}
+var kindNames = [...]string{kindAPI: "api", kindBrowser: "browser", kindMonitor: "monitor", kindPoll: "poll", kindStatus: "status",
+	kindNotActivity: "not_activity"}
 
 func (k requestKind) String() string { return kindNames[k] }
 
 // classify sorts r: the reaper header first (its value in any case), then the
-// route's monitoring filters, then a page load. A poll or a status request that
-// a monitoring filter would match is still a poll or a status request.
+// route's monitoring filters, then its not_activity paths, then a page load. A
+// poll or a status request that a monitoring filter would match is still a poll
+// or a status request; a monitor's request for /robots.txt is a monitor's.
 func (c *Config) classify(r *http.Request) requestKind {
 	var h string
 	if v := r.Header[headerReaperKey]; len(v) > 0 {
@@ -41,6 +44,9 @@ func (c *Config) classify(r *http.Request) requestKind {
 	}
 	if c.isMonitoring(r) {
 		return kindMonitor
+	}
+	if c.isNotActivity(r) {
+		return kindNotActivity
 	}
 	if isBrowser(r) {
 		return kindBrowser
@@ -105,7 +111,9 @@ type verdict struct {
 //   - browser and api: sent to the app unless it sleeps (Up, Error and unknown
 //     mean go); while it sleeps they are traffic and ask a wake, and get the
 //     waiting page (browsers, when the route allows it), a 503 (unavailable) or
-//     are held (hold).
+//     are held (hold);
+//   - not_activity: as api (a sleeping app is woken to answer it), but never
+//     traffic: it is sent to the app quietly.
 func answerFor(k requestKind, st Status, allowWaitingPage bool, apiBehavior string) verdict {
 	asleep := st.Asleep()
 	switch k {
@@ -124,6 +132,14 @@ func answerFor(k requestKind, st Status, allowWaitingPage bool, apiBehavior stri
 			return verdict{reply: replyMonitoring}
 		}
 		return verdict{reply: replyForwardQuiet}
+	case kindNotActivity:
+		switch {
+		case !asleep:
+			return verdict{reply: replyForwardQuiet}
+		case apiBehavior == BehaviorUnavailable:
+			return verdict{reply: replyUnavailable, wake: true}
+		}
+		return verdict{reply: replyHold, wake: true}
 	}
 	if !asleep {
 		return verdict{reply: replyForward}

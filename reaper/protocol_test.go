@@ -45,6 +45,12 @@ func TestClassify(t *testing.T) {
 		{"monitor by path", "GET", "/healthz", "", "", "", kindMonitor},
 		{"a poll that a filter matches is a poll", "HEAD", "/healthz", "poll", "", "", kindPoll},
 		{"a status request that a filter matches is a status request", "GET", "/", "status", "", "UptimeRobot", kindStatus},
+		{"robots.txt", "GET", "/robots.txt", "", "", "Googlebot", kindNotActivity},
+		{"the favicon, asked by a page", "GET", "/favicon.ico", "", "image/avif,image/*", "", kindNotActivity},
+		{"a sitemap with a query is still the sitemap", "GET", "/sitemap.xml?page=2", "", "", "", kindNotActivity},
+		{"a path that only begins like robots.txt", "GET", "/robots.txt.bak", "", "", "", kindAPI},
+		{"a monitor's robots.txt is a monitor's", "GET", "/robots.txt", "", "", "UptimeRobot", kindMonitor},
+		{"a poll of robots.txt is a poll", "HEAD", "/robots.txt", "poll", "", "", kindPoll},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,7 +74,7 @@ func TestClassify(t *testing.T) {
 // TestAnswerFor_Table checks the protocol table for every kind × status × route
 // setting, against the rules of the reference protocol written out one by one.
 func TestAnswerFor_Table(t *testing.T) {
-	kinds := []requestKind{kindAPI, kindBrowser, kindMonitor, kindPoll, kindStatus}
+	kinds := []requestKind{kindAPI, kindBrowser, kindMonitor, kindPoll, kindStatus, kindNotActivity}
 	if len(kinds) != len(kindNames) {
 		t.Fatalf("the test knows %d kinds, the code %d: add the new kind here", len(kinds), len(kindNames))
 	}
@@ -103,6 +109,12 @@ func expectedVerdict(k requestKind, st Status, page bool, api string) verdict {
 		return verdict{reply: replyMonitoring}
 	case k == kindMonitor:
 		return verdict{reply: replyForwardQuiet}
+	case k == kindNotActivity && !sleeping:
+		return verdict{reply: replyForwardQuiet}
+	case k == kindNotActivity && api == BehaviorUnavailable: // woken, never traffic
+		return verdict{reply: replyUnavailable, wake: true}
+	case k == kindNotActivity:
+		return verdict{reply: replyHold, wake: true}
 	case !sleeping: // Up, Error (hands off), WaitingForInit (not known yet)
 		return verdict{reply: replyForward}
 	case k == kindBrowser && page:

@@ -112,6 +112,9 @@ type Record struct {
 	// MemoryBytes is what the app held when reaper last put it to sleep, as the
 	// driver measured or knows it (0: unknown).
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// Busy is set while the app's sleep is postponed because its busy_url says
+	// it is busy, or fails (busy.go).
+	Busy *BusyNote `json:"busy,omitempty"`
 
 	// Term is the Raft term of the leader that wrote the record (0 on a single
 	// node). A store refuses to replace a record with one of an older term.

@@ -33,8 +33,10 @@ func (j *Job) step(ctx context.Context, term uint64, t target, pd *passData) {
 		rec.Name = n // the app's own name, when its platform has one
 	}
 	in.Prewake = j.prewakeDue(ctx, t, now)
+	in.Group = j.groupInput(t, rec, pd, now)
 	j.prewakeOutcome(ctx, t, rec, in, now)
 	next, act := Decide(rec, in, now, t.policy)
+	next, act = j.busyGate(termCtx, t, rec, next, act, now) // busy.go: a worker's busy_url
 	next.Term = term
 	j.act(ctx, lock, t, rec, next, act, in, pd, now)
 	if act == ActionNone {
@@ -473,6 +475,7 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 		}
 		level("app status changed", "app", next.AppID, "from", prev.Status, "to", next.Status, "cause", next.Cause)
 	}
+	j.lookAtRelated(ctx, prev, *next) // after the line above: the logs keep the order of the changes
 	return true
 }
 

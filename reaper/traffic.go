@@ -14,6 +14,7 @@ type appTraffic struct {
 	lastAccess atomic.Int64 // unix nanoseconds of the latest request end or start
 	flushed    atomic.Int64 // lastAccess at the last flush
 	inFlight   atomic.Int64 // requests and connections passing through
+	quiet      atomic.Int64 // of inFlight, those that are not traffic (beginQuiet)
 }
 
 // touch records a request at t, keeping the latest time.
@@ -38,6 +39,18 @@ func (a *appTraffic) begin() (end func()) {
 	}
 }
 
+// beginQuiet counts a request that is not traffic (a monitor's, a crawler's
+// robots.txt) as passing through until the returned function is called: the app
+// is not stopped under it, but its idle clock does not move.
+func (a *appTraffic) beginQuiet() (end func()) {
+	a.inFlight.Add(1)
+	a.quiet.Add(1)
+	return func() {
+		a.quiet.Add(-1)
+		a.inFlight.Add(-1)
+	}
+}
+
 // LocalTraffic is this node's own view of an app's traffic: its latest access and
 // how many requests pass through or wait for it now. It is exact and immediate,
 // unlike the store's view, which is as fresh as the last flush.
@@ -56,8 +69,8 @@ func (e *Engine) LocalTraffic(appID string) (lastAccess time.Time, busy int64) {
 // in-flight counts to the store. The counts expire three flush intervals later, so
 // a node that dies stops keeping its apps awake.
 //
-// An app with requests or connections open right now is also reported as used
-// now: should this node then lose the store for longer than the counts live, the
+// An app with requests or connections open right now (other than quiet ones,
+// which are no visit) is also reported as used now: should this node then lose the store for longer than the counts live, the
 // app still has a full grace period from its last report, so it is never stopped
 // under an open connection.
 func (e *Engine) Flush(ctx context.Context) {
@@ -67,9 +80,12 @@ func (e *Engine) Flush(ctx context.Context) {
 	counts := map[string]int{}
 	marks := map[*app]int64{}
 	for id, a := range e.apps {
+		quiet := a.quiet.Load() // before the count: a quiet request that begins in between is counted as a visit, never the reverse
 		if n := a.inFlight.Load() + a.held.Load(); n > 0 {
 			counts[id] = int(n)
-			access[id] = now
+			if n > quiet { // a quiet request open now is no visit
+				access[id] = now
+			}
 		}
 		if la := a.lastAccess.Load(); la > a.flushed.Load() {
 			marks[a] = la
@@ -169,6 +185,9 @@ func (e *Engine) sweep() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for id, a := range e.apps {
+		if e.topo != nil && e.topo.groupOf[id] != nil {
+			continue // a group's member is managed without a route (topology.go)
+		}
 		if len(a.claims) == 0 && a.inFlight.Load() == 0 && a.held.Load() == 0 && !a.waiting.Load() &&
 			a.lastAccess.Load() <= a.flushed.Load() {
 			delete(e.apps, id)

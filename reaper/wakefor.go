@@ -21,7 +21,26 @@ var ErrNotManaged = errors.New("reaper: no route manages this app")
 // fill the history. It does not block on the job (the ask is sent in the
 // background); ctx bounds the history write. ErrNotManaged: no route on this
 // node manages the app.
-func (e *Engine) WakeFor(ctx context.Context, appID, by string) (asked bool, err error) {
+//
+// id may name a group: then each member is asked as above, in start order,
+// and asked is true when any was.
+func (e *Engine) WakeFor(ctx context.Context, id, by string) (asked bool, err error) {
+	g, ok := e.Group(id)
+	if !ok {
+		return e.wakeFor(ctx, id, by)
+	}
+	for _, app := range e.StartOrder(g) {
+		one, err := e.wakeFor(ctx, app, by)
+		if err != nil && !errors.Is(err, ErrNotManaged) {
+			return asked, err
+		}
+		asked = asked || one
+	}
+	return asked, nil
+}
+
+// wakeFor is WakeFor for one app.
+func (e *Engine) wakeFor(ctx context.Context, appID, by string) (asked bool, err error) {
 	a := e.app(appID)
 	if a == nil || !e.isManaged(appID) {
 		return false, ErrNotManaged

@@ -78,6 +78,7 @@ func newCounts() *counts {
 func (c *counts) TriggerChecked(id, result string) { c.add(c.checks, id+"/"+result) }
 func (c *counts) TriggerFired(id string)           { c.add(c.fires, id) }
 func (c *counts) TriggerRefused(reason string)     { c.add(c.refused, reason) }
+func (c *counts) TriggerStopped(id string)         { c.add(c.fires, id+"/stopped") }
 
 func (c *counts) add(m map[string]int, k string) {
 	c.mu.Lock()

@@ -57,6 +57,7 @@ func (r *Runner) listenOnce(ctx context.Context, c *Config, st *state) (connecte
 		return false, pgError("LISTEN", err)
 	}
 	r.looked(c, st, time.Now(), false, nil)
+	r.log.Info("a wake trigger listens for notifications", "trigger", c.ID, "channel", c.PostgresNotify.Channel)
 	for {
 		wctx, stop := context.WithTimeout(ctx, pingEvery)
 		_, err := conn.WaitForNotification(wctx)

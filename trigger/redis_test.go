@@ -1,6 +1,7 @@
 package trigger
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,10 +97,42 @@ func TestRedisList_DownLogsOnceAndCountsFailures(t *testing.T) {
 	}
 	srv.Restart()
 	testwait.For(t, 30*time.Second, "the trigger working again", func() bool { return !rr.Views()[0].Failing })
+	if rr.counts.check("q", ResultError) < 3 {
+		t.Errorf("%d failed looks counted, want at least 3", rr.counts.check("q", ResultError))
+	}
 	if n := rr.logs.Lines("looks at its source again", "trigger=q"); n != 1 {
 		t.Errorf("%d lines about the recovery, want 1", n)
 	}
 	if v := rr.Views()[0]; v.LastError == "" {
 		t.Errorf("the last error is forgotten once it works: %+v", v)
+	}
+}
+
+// A trigger's loop that ends (the leader's term) is no longer running nor
+// failing here, and says so to the Observer.
+func TestRunner_EndOfTermStopsAndClearsTheFailure(t *testing.T) {
+	rr := &running{wakes: newWakes(), counts: newCounts()}
+	rr.Runner = New(Options{Triggers: []Config{{ID: "q", Wake: "w", Every: conf.Duration(100 * time.Millisecond),
+		HTTP: &HTTP{URL: "http://127.0.0.1:1/"}}}, Waker: rr.wakes, Observer: rr.counts})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rr.Run(ctx)
+	}()
+	rr.awaitChecks(t, "q", ResultError, 1)
+	if v := rr.Views()[0]; !v.Running || !v.Failing {
+		t.Fatalf("view %+v: want running and failing (nothing listens on port 1)", v)
+	}
+	cancel()
+	<-done
+	if v := rr.Views()[0]; v.Running || v.Failing || v.LastError == "" {
+		t.Errorf("view after the term %+v: want neither running nor failing, the last error kept", v)
+	}
+	rr.counts.mu.Lock()
+	stopped := rr.counts.fires["q/stopped"]
+	rr.counts.mu.Unlock()
+	if stopped != 1 {
+		t.Errorf("the Observer was told of %d stops, want 1", stopped)
 	}
 }

@@ -18,11 +18,14 @@ type Waker interface {
 
 // Observer is told what the triggers do (the metrics implement it): each look
 // at a source with its result (ResultWork…), each wake asked, each call to the
-// producer endpoint refused with its reason (RefusedUnauthorized…).
+// producer endpoint refused with its reason (RefusedUnauthorized…), and the
+// end of a trigger's loop on this node (the leader's term ended): its failure,
+// if any, is no longer this node's to report.
 type Observer interface {
 	TriggerChecked(id, result string)
 	TriggerFired(id string)
 	TriggerRefused(reason string)
+	TriggerStopped(id string)
 }
 
 // Results of a look, as Observer is told them.
@@ -124,18 +127,27 @@ func (r *Runner) Run(ctx context.Context) {
 		st := r.states[c.ID]
 		switch {
 		case c.Polls():
-			wg.Go(func() { r.running(st, func() { r.poll(ctx, c, st) }) })
+			wg.Go(func() { r.running(c, st, func() { r.poll(ctx, c, st) }) })
 		case c.PostgresNotify != nil:
-			wg.Go(func() { r.running(st, func() { r.listen(ctx, c, st) }) })
+			wg.Go(func() { r.running(c, st, func() { r.listen(ctx, c, st) }) })
 		}
 	}
 	wg.Wait()
 }
 
-// running marks st running while loop runs.
-func (r *Runner) running(st *state, loop func()) {
+// running marks st running while loop runs, and tells the Observer when it
+// ends. The failures in a row start again at the next term (the new leader's
+// source may answer).
+func (r *Runner) running(c *Config, st *state, loop func()) {
 	st.set(func(v *View) { v.Running = true })
-	defer st.set(func(v *View) { v.Running = false })
+	defer func() {
+		st.mu.Lock()
+		st.view.Running, st.view.Failing, st.failing, st.failures = false, false, "", 0
+		st.mu.Unlock()
+		if r.opts.Observer != nil {
+			r.opts.Observer.TriggerStopped(c.ID)
+		}
+	}()
 	loop()
 }
 

@@ -36,6 +36,12 @@ func wakeCmd(ctx context.Context, args []string, env func(string) (string, bool)
 		a, err = c.api.Wake(ctx, pos[0], c.action())
 		return err
 	})
+	if err == nil && !c.json && c.printGroup(raw, "wake asked") {
+		if *wait {
+			return c.waitGroupUp(ctx, raw, start, *timeout)
+		}
+		return nil
+	}
 	switch {
 	case err != nil:
 		return err
@@ -125,6 +131,9 @@ func sleepCmd(ctx context.Context, args []string, env func(string) (string, bool
 		a, err = c.api.Sleep(ctx, pos[0], *force, c.action())
 		return err
 	})
+	if err == nil && !c.json && c.printGroup(raw, "going to sleep") {
+		return nil
+	}
 	switch {
 	case err != nil:
 		return err
@@ -160,6 +169,12 @@ func holdCmd(ctx context.Context, args []string, env func(string) (string, bool)
 		a, err = c.api.Hold(ctx, pos[0], req)
 		return err
 	})
+	if err == nil && !c.json && c.printGroup(raw, "held awake") {
+		if *wait {
+			return c.waitGroupUp(ctx, raw, start, *timeout)
+		}
+		return nil
+	}
 	switch {
 	case err != nil:
 		return err
@@ -199,6 +214,9 @@ func releaseCmd(ctx context.Context, args []string, env func(string) (string, bo
 		a, err = c.api.Release(ctx, pos[0], c.action())
 		return err
 	})
+	if err == nil && !c.json && c.printGroup(raw, "hold released") {
+		return nil
+	}
 	switch {
 	case err != nil:
 		return err

@@ -58,6 +58,7 @@ Usage:
 Operating the apps, through a node's admin API:
   reaper apps                            every app: status, clocks, holds
   reaper app ID                          one app
+  reaper groups                          the groups, their members and when they sleep
   reaper wake ID [--wait]                wake it (and wait until it is Up)
   reaper sleep ID [--force]              put it to sleep now
   reaper hold ID DURATION [--reason …]   keep it awake for DURATION (6h, 90m, 2d)
@@ -76,12 +77,14 @@ Exit status of these: 0 done, 1 refused by the API, 2 usage error, 3 admin API
 unreachable or failing (5xx), 4 not found, 5 conflict (e.g. sleep refused),
 6 wake --wait timed out, 7 wake --wait: the app is in Error.
 
+wake, sleep, hold and release take a group's id too: they act on each member.
+
 Run 'reaper COMMAND --help' for a command's options.
 `
 
 // adminCommands are the commands on the admin API, by name.
 var adminCommands = map[string]func(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error{
-	"apps": appsCmd, "app": appCmd, "wake": wakeCmd, "sleep": sleepCmd, "hold": holdCmd,
+	"apps": appsCmd, "app": appCmd, "groups": groupsCmd, "wake": wakeCmd, "sleep": sleepCmd, "hold": holdCmd,
 	"release": releaseCmd, "reset": resetCmd, "history": historyCmd, "events": eventsCmd, "savings": savingsCmd,
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/clevercloud"
 	"github.com/reapergw/reaper/paas/docker"
+	"github.com/reapergw/reaper/paas/kubernetes"
 	"github.com/reapergw/reaper/paas/multi"
 	"github.com/reapergw/reaper/paas/process"
 	"github.com/reapergw/reaper/plugin"
@@ -141,7 +142,7 @@ func (p *parts) openDriver(_ context.Context, cfg *config.Config) error {
 	var drivers []multi.Driver
 	// Declared apps before discovered ones: an id that a docker label claims
 	// too stays the process driver's. Clever Cloud last: it claims any app_….
-	for _, name := range []string{config.DriverProcess, config.DriverDocker, config.DriverCleverCloud} {
+	for _, name := range []string{config.DriverProcess, config.DriverDocker, config.DriverKubernetes, config.DriverCleverCloud} {
 		if !cfg.PaaS.Driver.Has(name) {
 			continue
 		}
@@ -178,6 +179,17 @@ func (p *parts) openOne(cfg *config.Config, name string) (ownedClient, error) {
 			return nil, fmt.Errorf("paas.clevercloud: %w", err)
 		}
 		p.clever = d
+		return d, nil
+	case config.DriverKubernetes:
+		var kc kubernetes.Config
+		if cfg.PaaS.Kubernetes != nil {
+			kc = *cfg.PaaS.Kubernetes
+		}
+		d, err := kubernetes.New(kubernetes.Options{Config: kc, Logger: p.log.With("part", "kubernetes"), UserAgent: "reaper/" + version})
+		if err != nil {
+			return nil, fmt.Errorf("paas.kubernetes: %w", err)
+		}
+		p.closers = append(p.closers, d.Close)
 		return d, nil
 	case config.DriverDocker:
 		var dc docker.Config
@@ -262,6 +274,7 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 		}
 	}
 	p.engine = reaper.NewEngine(opts)
+	p.engine.SetTopology(topology(cfg))
 	p.runners = append(p.runners, p.engine.Run)
 	return nil
 }
@@ -284,6 +297,12 @@ func (p *parts) buildTriggers(_ context.Context, cfg *config.Config) error {
 	}
 	p.metrics.WatchTriggers(ids)
 	return nil
+}
+
+// topology is what the engine takes of groups[] and of the apps' depends_on.
+func topology(cfg *config.Config) reaper.Topology {
+	deps := cfg.DependsOn()
+	return reaper.Topology{Groups: cfg.ReaperGroups(), DependsOn: func(id string) []string { return deps[id] }}
 }
 
 // joinCluster starts this node's Raft member, when the configuration names a

@@ -482,6 +482,8 @@ func (n *node) reload() {
 		old.Close()
 	}
 	n.cfg.Routes = cfg.Routes
+	n.parts.engine.SetTopology(topology(cfg)) // groups[] are applied live
+	n.cfg.Groups = cfg.Groups
 	if n.acme != nil {
 		n.acme.SetHosts(routeDomains(cfg.Routes))
 	}

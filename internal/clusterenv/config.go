@@ -24,6 +24,8 @@ type Config struct {
 	Routes  []RouteConfig  `yaml:"routes"`
 	// TCPRoutes are the tcp_routes.
 	TCPRoutes []TCPRouteConfig `yaml:"tcp_routes,omitempty"`
+	// Triggers are the wake triggers, each as its YAML mapping.
+	Triggers []map[string]any `yaml:"triggers,omitempty"`
 }
 
 // TCPRouteConfig is one of tcp_routes.
@@ -76,6 +78,13 @@ type PaaSConfig struct {
 	Driver      string        `yaml:"driver"`
 	Apps        []AppConfig   `yaml:"apps,omitempty"`
 	CleverCloud *CleverConfig `yaml:"clevercloud,omitempty"`
+	Kubernetes  *KubeConfig   `yaml:"kubernetes,omitempty"`
+}
+
+// KubeConfig is paas.kubernetes (a kubeconfig file, the watched namespaces).
+type KubeConfig struct {
+	Kubeconfig string   `yaml:"kubeconfig"`
+	Namespaces []string `yaml:"namespaces,omitempty"`
 }
 
 // CleverConfig is paas.clevercloud (pointed at the fake Clever Cloud).

@@ -65,6 +65,10 @@ type AppConfig struct {
 	PricePerHour float64 `yaml:"price_per_hour"`
 	// Currency of PricePerHour; empty means EUR.
 	Currency string `yaml:"currency"`
+	// DependsOn are the apps started (and up) before this one, and not put to
+	// sleep while it is awake. reaper's engine honours it, not this driver
+	// (docs/groups-and-workers.md); the configuration's check verifies the ids.
+	DependsOn []string `yaml:"depends_on"`
 }
 
 // ReadyConfig is the readiness probe of an app: exactly one of tcp, http, postgres

@@ -1,0 +1,240 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	autoscalingclient "k8s.io/client-go/kubernetes/typed/autoscaling/v2"
+
+	"github.com/reapergw/reaper/internal/kubetest"
+	"github.com/reapergw/reaper/internal/testwait"
+	"github.com/reapergw/reaper/paas"
+)
+
+const waitFor = 30 * time.Second
+
+// waitState polls Observe until the app is in state want.
+func waitState(t *testing.T, d *Driver, id string, want paas.State) paas.Observation {
+	t.Helper()
+	var obs paas.Observation
+	var err error
+	if !testwait.Until(waitFor, func() bool {
+		obs, err = d.Observe(t.Context(), paas.App{ID: id})
+		return err == nil && obs.State == want
+	}) {
+		t.Fatalf("%s: not %s after %v: last %s, err %v", id, want, waitFor, obs.State, err)
+	}
+	return obs
+}
+
+// specReplicas reads a workload's spec.replicas.
+func (e *env) specReplicas(kind, name string) int32 {
+	e.t.Helper()
+	apps := e.s.Admin(e.t).Apps
+	if kind == KindStatefulSet {
+		st, err := apps.StatefulSets(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return *st.Spec.Replicas
+	}
+	dep, err := apps.Deployments(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return *dep.Spec.Replicas
+}
+
+// TestDriver_StatefulSetWakesToItsCountAndSleeps: a declared StatefulSet at 0
+// is woken to the file's replicas, observed up once its status counts a ready
+// replica, and put back to 0.
+func TestDriver_StatefulSetWakesToItsCountAndSleeps(t *testing.T) {
+	e := newEnv(t)
+	e.s.StatefulSet(t, e.ns, "db", 0, nil)
+	e.s.AutoReady(t, e.ns)
+	d := e.driver(Config{Apps: []AppConfig{{ID: "db", Kind: KindStatefulSet, Replicas: 3}}}, kubetest.AdminUser)
+	if obs := observe(t, d, "db"); obs.State != paas.StateShouldBeDown {
+		t.Fatalf("a StatefulSet at 0: %s, want SHOULD_BE_DOWN", obs.State)
+	}
+	if err := d.Start(t.Context(), paas.App{ID: "db"}); err != nil {
+		t.Fatal(err)
+	}
+	obs := waitState(t, d, "db", paas.StateShouldBeUp)
+	if obs.Deployment == nil || obs.Deployment.State != paas.DeploymentOK || obs.Deployment.Action != "DEPLOY" {
+		t.Errorf("up: deployment %+v, want OK DEPLOY", obs.Deployment)
+	}
+	if n := e.specReplicas(KindStatefulSet, "db"); n != 3 {
+		t.Errorf("woken to %d replicas, want 3 (paas.kubernetes.apps[].replicas)", n)
+	}
+	if err := d.Stop(t.Context(), paas.App{ID: "db"}); err != nil {
+		t.Fatal(err)
+	}
+	if obs := observe(t, d, "db"); obs.State != paas.StateShouldBeDown || obs.Deployment.Action != "UNDEPLOY" {
+		t.Errorf("after Stop: %s %+v, want SHOULD_BE_DOWN, UNDEPLOY", obs.State, obs.Deployment)
+	}
+	if n := e.specReplicas(KindStatefulSet, "db"); n != 0 {
+		t.Errorf("asleep with %d replicas, want 0", n)
+	}
+}
+
+// TestDriver_ConcurrentStartsScaleOnce: 30 Starts at once make one scale-up,
+// to the count the workload had before it slept.
+func TestDriver_ConcurrentStartsScaleOnce(t *testing.T) {
+	e := newEnv(t)
+	e.s.Deployment(t, e.ns, "web", 4, map[string]string{AnnotationEnable: "true"})
+	e.s.AutoReady(t, e.ns)
+	ups := e.s.CountScaleUps(t, e.ns)
+	d := e.driver(Config{}, kubetest.AdminUser)
+	waitState(t, d, "web", paas.StateShouldBeUp)
+	if err := d.Stop(t.Context(), paas.App{ID: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 30)
+	for range 30 {
+		wg.Go(func() { errs <- d.Start(t.Context(), paas.App{ID: "web"}) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitState(t, d, "web", paas.StateShouldBeUp)
+	if n := ups("web"); n != 1 {
+		t.Errorf("30 concurrent Starts: %d scale-ups, want 1", n)
+	}
+	if n := e.specReplicas(KindDeployment, "web"); n != 4 {
+		t.Errorf("woken to %d replicas, want 4 (the count before it slept)", n)
+	}
+}
+
+// TestDriver_DeletedWorkloadIsNotFound: a workload deleted by hand is
+// paas.ErrNotFound (reaper's Error), with a message that says so and when.
+func TestDriver_DeletedWorkloadIsNotFound(t *testing.T) {
+	e := newEnv(t)
+	e.s.Deployment(t, e.ns, "web", 0, nil)
+	d := e.driver(Config{Apps: []AppConfig{{ID: "web"}}}, kubetest.AdminUser)
+	observe(t, d, "web")
+	if err := e.s.Admin(t).Apps.Deployments(e.ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	testwait.For(t, waitFor, "the deletion seen", func() bool {
+		_, err = d.Observe(t.Context(), paas.App{ID: "web"})
+		return err != nil
+	})
+	if !errors.Is(err, paas.ErrNotFound) || !strings.Contains(err.Error(), "Deployment "+e.ns+"/web was deleted at") {
+		t.Errorf("Observe of a deleted workload: %v, want paas.ErrNotFound saying it was deleted", err)
+	}
+	if err := d.Start(t.Context(), paas.App{ID: "web"}); !errors.Is(err, paas.ErrNotFound) {
+		t.Errorf("Start of a deleted workload: %v, want paas.ErrNotFound", err)
+	}
+}
+
+// TestDriver_AnnotationAddedAtRunTimeIsDiscovered: a workload annotated while
+// the driver runs becomes an app (told to watchers) with its annotations'
+// policy, and stops being one when the annotation goes.
+func TestDriver_AnnotationAddedAtRunTimeIsDiscovered(t *testing.T) {
+	e := newEnv(t)
+	e.s.Deployment(t, e.ns, "shop", 0, nil)
+	d := e.driver(Config{}, kubetest.AdminUser)
+	if d.Owns("store") {
+		t.Fatal("an unannotated workload is an app")
+	}
+	told := make(chan struct{}, 64)
+	d.Watch(t.Context(), func(id string) {
+		if id == "store" {
+			select {
+			case told <- struct{}{}:
+			default:
+			}
+		}
+	})
+	patch := `{"metadata":{"annotations":{"reaper.enable":"true","reaper.app_id":"store","reaper.grace_period":"90s"}}}`
+	if _, err := e.s.Admin(t).Apps.Deployments(e.ns).Patch(context.Background(), "shop", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-told:
+	case <-time.After(waitFor):
+		t.Fatal("the annotated workload was not reported to watchers")
+	}
+	if !d.Owns("store") {
+		t.Fatal("annotated at run time: not owned")
+	}
+	hint, err := d.AppPolicy(paas.App{ID: "store"})
+	if err != nil || hint.GracePeriod != 90*time.Second {
+		t.Errorf("AppPolicy: %+v, %v; want 90s from reaper.grace_period", hint, err)
+	}
+	patch = `{"metadata":{"annotations":{"reaper.enable":null}}}`
+	if _, err := e.s.Admin(t).Apps.Deployments(e.ns).Patch(context.Background(), "shop", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, waitFor, "the app forgotten once its annotation went", func() bool { return !d.Owns("store") })
+}
+
+// TestDriver_RestartAdoptsRunningWorkloads: a driver started while workloads
+// run finds them up without scaling them; after a restart while asleep, the
+// wake scales to the reaper.replicas annotation (which a restart does not
+// lose).
+func TestDriver_RestartAdoptsRunningWorkloads(t *testing.T) {
+	e := newEnv(t)
+	e.s.Deployment(t, e.ns, "web", 2, map[string]string{AnnotationEnable: "true", AnnotationReplicas: "2"})
+	e.s.AutoReady(t, e.ns)
+	ups := e.s.CountScaleUps(t, e.ns)
+	first := e.driver(Config{}, kubetest.AdminUser)
+	waitState(t, first, "web", paas.StateShouldBeUp)
+	_ = first.Close()
+	second := e.driver(Config{}, kubetest.AdminUser)
+	if obs := observe(t, second, "web"); obs.State != paas.StateShouldBeUp {
+		t.Fatalf("adopted: %s, want SHOULD_BE_UP at once", obs.State)
+	}
+	if err := second.Stop(t.Context(), paas.App{ID: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = second.Close()
+	third := e.driver(Config{}, kubetest.AdminUser)
+	if err := third.Start(t.Context(), paas.App{ID: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, third, "web", paas.StateShouldBeUp)
+	if n := e.specReplicas(KindDeployment, "web"); n != 2 {
+		t.Errorf("woken after a restart to %d replicas, want 2 (reaper.replicas)", n)
+	}
+	if n := ups("web"); n != 1 {
+		t.Errorf("%d scale-ups, want 1 (adopting scales nothing)", n)
+	}
+}
+
+// TestDriver_HPAIsWarnedOf: an HPA with minReplicas 1 on an app's workload is
+// logged at start.
+func TestDriver_HPAIsWarnedOf(t *testing.T) {
+	e := newEnv(t)
+	e.s.Deployment(t, e.ns, "web", 1, nil)
+	hpas, err := autoscalingclient.NewForConfig(e.s.Config(kubetest.AdminUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := int32(1)
+	h := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MinReplicas: &one, MaxReplicas: 3,
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+	}
+	if _, err := hpas.HorizontalPodAutoscalers(e.ns).Create(context.Background(), h, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.driver(Config{Apps: []AppConfig{{ID: "web"}}}, kubetest.AdminUser)
+	if e.logs.Lines("HorizontalPodAutoscaler with minReplicas", e.ns+"/web") != 1 {
+		t.Errorf("no warning of the HPA; logs:\n%s", e.logs.String())
+	}
+}

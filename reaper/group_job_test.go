@@ -1,0 +1,160 @@
+package reaper
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/paastest"
+)
+
+// groupEnv is web (a route, grace 10 min), api (a route, grace 5 min, web
+// depends on it) and worker (no route) as the group "shop", every app asleep.
+func groupEnv(t *testing.T) (*env, *paastest.Fake) {
+	fake := paastest.New("web", "api", "worker")
+	e := newEnv(t, fake, "")
+	e.route(config("web", func(c *Config) { c.GracePeriod = conf.Duration(10 * time.Minute) }))
+	e.route(config("api", func(c *Config) { c.GracePeriod = conf.Duration(5 * time.Minute) }))
+	deps := map[string][]string{"web": {"api"}}
+	e.engine.SetTopology(Topology{Groups: []Group{{ID: "shop", Apps: []string{"web", "api", "worker"}}},
+		DependsOn: func(id string) []string { return deps[id] }})
+	return e, fake
+}
+
+// startsAndStops lists the fake's start and stop calls, in order, as "start web".
+func startsAndStops(fake *paastest.Fake) []string {
+	var out []string
+	for _, c := range fake.Calls("") {
+		if c.Op == "start" || c.Op == "stop" {
+			out = append(out, c.Op+" "+c.App)
+		}
+	}
+	return out
+}
+
+// A wake ask for one member wakes the group: each member started once, web
+// after api is up; traffic on one member keeps them all up past its own
+// grace period; then they sleep together, in reverse order, on the longest
+// grace period.
+func TestJob_GroupWakesAndSleepsTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, fake := groupEnv(t)
+		e.start()
+		defer e.stop()
+		settle()
+		for _, id := range []string{"web", "api", "worker"} {
+			if r, _ := e.engine.Record(id); r.Status != StatusDown {
+				t.Fatalf("%s: %s, want Down", id, r.Status)
+			}
+		}
+		e.engine.asks.askNow(e.engine.app("web"), time.Now())
+		settle()
+		time.Sleep(6 * time.Second) // fast ticks: the fake's starts complete
+		settle()
+		for _, id := range []string{"web", "api", "worker"} {
+			if r, _ := e.engine.Record(id); r.Status != StatusUp {
+				t.Fatalf("%s: %s after its group's wake, want Up", id, r.Status)
+			}
+		}
+		calls := startsAndStops(fake)
+		for _, id := range []string{"web", "api", "worker"} {
+			if n := countOf(calls, "start "+id); n != 1 {
+				t.Errorf("%s started %d times, want once (%v)", id, n, calls)
+			}
+		}
+		if slices.Index(calls, "start web") < slices.Index(calls, "start api") {
+			t.Errorf("web started before api: %v", calls)
+		}
+
+		// Traffic on api every minute for 20 minutes: longer than every grace.
+		for range 20 {
+			e.engine.app("api").lastAccess.Store(time.Now().UnixNano())
+			time.Sleep(time.Minute)
+			settle()
+		}
+		if got := startsAndStops(fake); countOf(got, "stop web")+countOf(got, "stop worker")+countOf(got, "stop api") > 0 {
+			t.Fatalf("stopped while api had traffic: %v", got)
+		}
+		// Idle: not before the longest grace (10 min), then worker, web, api.
+		time.Sleep(9 * time.Minute)
+		settle()
+		if got := startsAndStops(fake); countOf(got, "stop worker") > 0 {
+			t.Fatalf("stopped before the group's grace period: %v", got)
+		}
+		time.Sleep(3 * time.Minute)
+		settle()
+		for range 10 {
+			time.Sleep(5 * time.Second)
+			settle()
+		}
+		got := startsAndStops(fake)
+		var stops []string
+		for _, c := range got {
+			if c[:4] == "stop" {
+				stops = append(stops, c[5:])
+			}
+		}
+		if !slices.Equal(stops, []string{"worker", "web", "api"}) {
+			t.Errorf("stops %v, want worker, web, api", stops)
+		}
+	})
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// The admin API takes a group's id: a wake asks each member, a hold holds
+// each, a sleep of a held group is refused as a whole; GET /api/groups shows it.
+func TestAdminAPI_GroupActions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, fake := groupEnv(t)
+		e.start()
+		defer e.stop()
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
+		code, body, _ := call(t, h, "POST", "/api/apps/shop/_wake", `{"by": "ops"}`)
+		if code != 202 || body["group_id"] != "shop" || len(body["members"].([]any)) != 3 {
+			t.Fatalf("wake shop: %d %v", code, body)
+		}
+		time.Sleep(6 * time.Second)
+		settle()
+		for _, id := range []string{"web", "api", "worker"} {
+			if fake.Get(id).State != paas.StateShouldBeUp {
+				t.Errorf("%s not woken by its group's wake", id)
+			}
+		}
+		code, body, _ = call(t, h, "POST", "/api/apps/shop/_hold", `{"duration": "6h", "by": "ops"}`)
+		if code != 200 {
+			t.Fatalf("hold shop: %d %v", code, body)
+		}
+		code, body, _ = call(t, h, "POST", "/api/apps/shop/_sleep", ``)
+		if code != 409 {
+			t.Errorf("sleep of a held group: %d %v, want 409", code, body)
+		}
+		_, _, list := call(t, h, "GET", "/api/groups", "")
+		if len(list) != 1 {
+			t.Fatalf("groups: %v", list)
+		}
+		g := list[0].(map[string]any)
+		if g["group_id"] != "shop" || g["status"] != "Up" || g["grace_period"] != "10m0s" {
+			t.Errorf("group view: %v", g)
+		}
+		if code, _, _ := call(t, h, "POST", "/api/apps/nope/_wake", ""); code != 404 {
+			t.Errorf("wake of an unknown id: %d", code)
+		}
+		if _, err := e.engine.Wake(context.Background(), "nope", "ops", "test"); err != ErrUnknownID {
+			t.Errorf("Engine.Wake(nope) = %v", err)
+		}
+	})
+}

@@ -1,0 +1,184 @@
+package reaper
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/reapergw/reaper/paas"
+)
+
+// The engine's side of groups and depends_on: which group an app is in, what it
+// depends on, and who depends on it. Set by the binary (SetTopology) at start
+// and at each reload; read by the job (jobgroup.go), the admin API and the
+// metrics.
+
+// topology is a Topology with its lookups.
+type topology struct {
+	groups    []Group
+	byID      map[string]*Group
+	groupOf   map[string]*Group
+	dependsOn func(string) []string
+}
+
+// SetTopology sets the groups and where depends_on is read. A group's members
+// are managed apps even when no route names them (a worker, a scheduler): they
+// get the default policy (DefaultGracePeriod, DefaultFailTimeout) unless a
+// route or a TCP route manages them too. The configuration's check guarantees
+// that an app is in one group at most and that no group id is an app id.
+func (e *Engine) SetTopology(t Topology) {
+	tp := &topology{groups: slices.Clone(t.Groups), byID: map[string]*Group{}, groupOf: map[string]*Group{}, dependsOn: t.DependsOn}
+	for i := range tp.groups {
+		g := &tp.groups[i]
+		tp.byID[g.ID] = g
+		for _, id := range g.Apps {
+			tp.groupOf[id] = g
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.topo = tp
+	for id := range tp.groupOf {
+		if e.apps[id] == nil {
+			a := &app{id: id, notify: make(chan struct{}), claims: map[*Config]claim{}}
+			a.poked = make(chan struct{}, 1)
+			e.apps[id] = a
+			select {
+			case e.refresh <- id: // learn its record soon
+			default:
+			}
+		}
+	}
+}
+
+func (e *Engine) topology() *topology {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.topo == nil {
+		return &topology{}
+	}
+	return e.topo
+}
+
+// Groups lists the groups, as configured.
+func (e *Engine) Groups() []Group { return slices.Clone(e.topology().groups) }
+
+// Group returns the group whose id is id.
+func (e *Engine) Group(id string) (Group, bool) {
+	if g := e.topology().byID[id]; g != nil {
+		return *g, true
+	}
+	return Group{}, false
+}
+
+// GroupOf returns the group the app is in.
+func (e *Engine) GroupOf(appID string) (Group, bool) {
+	if g := e.topology().groupOf[appID]; g != nil {
+		return *g, true
+	}
+	return Group{}, false
+}
+
+// DependsOn returns the app's depends_on (nil: none).
+func (e *Engine) DependsOn(appID string) []string {
+	if t := e.topology(); t.dependsOn != nil {
+		return t.dependsOn(appID)
+	}
+	return nil
+}
+
+// StartOrder returns the group's members in their start order (dependencies
+// first); they stop in the reverse order.
+func (e *Engine) StartOrder(g Group) []string { return StartOrder(g.Apps, e.DependsOn) }
+
+// dependents returns the managed apps that depend on appID.
+func (e *Engine) dependents(appID string, managed []ManagedApp) []string {
+	t := e.topology()
+	if t.dependsOn == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range managed {
+		if slices.Contains(t.dependsOn(m.App.ID), appID) {
+			out = append(out, m.App.ID)
+		}
+	}
+	return out
+}
+
+// wakeSet is every app a wake of appID wakes: its group's members and, for
+// each, its dependencies, transitively; appID included, sorted.
+func (e *Engine) wakeSet(appID string) []string {
+	t := e.topology()
+	seen := map[string]bool{}
+	var visit func(id string)
+	visit = func(id string) {
+		if seen[id] || len(seen) >= maxWakeSet {
+			return
+		}
+		seen[id] = true
+		if g := t.groupOf[id]; g != nil {
+			for _, m := range g.Apps {
+				visit(m)
+			}
+		}
+		if t.dependsOn != nil {
+			for _, d := range t.dependsOn(id) {
+				visit(d)
+			}
+		}
+	}
+	visit(appID)
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maxWakeSet bounds what one wake wakes (a bad depends_on chain among
+// discovered containers must not make a wake walk without end).
+const maxWakeSet = 256
+
+// groupMembersManaged adds to out the group members no route manages: a
+// worker woken by its group has no route of its own. Such a member takes the
+// longest grace period of its group's members that routes manage (the group
+// sleeps on that clock), DefaultGracePeriod when none is; and
+// DefaultFailTimeout.
+func (e *Engine) groupMembersManaged(out []ManagedApp) []ManagedApp {
+	t := e.topology()
+	if len(t.groupOf) == 0 {
+		return out
+	}
+	have := map[string]bool{}
+	grace := map[string]time.Duration{} // by group
+	for i := range out {
+		have[out[i].App.ID] = true
+		if g := t.groupOf[out[i].App.ID]; g != nil {
+			out[i].Group = g.ID
+			grace[g.ID] = max(grace[g.ID], out[i].Policy.GracePeriod)
+		}
+	}
+	for id, g := range t.groupOf {
+		if have[id] {
+			continue
+		}
+		p := Policy{GracePeriod: grace[g.ID], FailTimeout: DefaultFailTimeout}
+		if p.GracePeriod <= 0 {
+			p.GracePeriod = DefaultGracePeriod
+		}
+		out = append(out, ManagedApp{App: paas.App{ID: id, Owner: e.ownerOf(id)}, Name: id, Routes: []string{}, Policy: p, Group: g.ID})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].App.ID < out[j].App.ID })
+	return out
+}
+
+func (e *Engine) ownerOf(id string) string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if a := e.apps[id]; a != nil {
+		return a.owner
+	}
+	return ""
+}
