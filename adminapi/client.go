@@ -181,6 +181,12 @@ func (c *Client) Savings(ctx context.Context) (reaper.SavingsAnswer, error) {
 	return out, c.Call(ctx, http.MethodGet, "/api/savings", nil, &out)
 }
 
+// TCPRoutes reads the node's TCP routes and their connections on it.
+func (c *Client) TCPRoutes(ctx context.Context) ([]reaper.TCPRouteView, error) {
+	var out []reaper.TCPRouteView
+	return out, c.Call(ctx, http.MethodGet, "/api/tcp_routes", nil, &out)
+}
+
 // AppSavings reads one app's savings.
 func (c *Client) AppSavings(ctx context.Context, id string) (reaper.SavingsView, error) {
 	var out reaper.SavingsView

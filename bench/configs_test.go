@@ -29,6 +29,7 @@ func TestConfigs_LoadWithReapersOwnLoader(t *testing.T) {
 		{"wake", wakeConfig(demo, []string{"127.0.0.1:20003", "127.0.0.1:20004", "127.0.0.1:20005"}), 3, 3},
 		{"held", heldConfig(heldHost, heldDemoApp(demo, "127.0.0.1:20006")), 1, 1},
 		{"python", heldConfig(pyHeldHost, py), 1, 1},
+		{"auth", authConfig(demo, "127.0.0.1:20008", "127.0.0.1:20009"), 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@
 //	H. the same cluster's leader killed in the middle of a wake: the time to the held answers, one start
 //	I. leader churn: elections under CPU load, Raft timeouts of before and of now side by side
 //	T. wake on TCP: a cold Postgres's first answer, a spliced connection's throughput, idle connections' memory
+//	J. forward-auth through Caddy: reaper's CPU per auth call, Caddy alone against Caddy asking reaper
 //
 // Run it from the repository root: `make bench` (which builds bin/reaper and
 // bin/demoapp first) or `go run ./bench`. The exit status is 0 when every target
@@ -61,6 +62,7 @@ var parts = []struct {
 	{"churn", "I", runChurn, errNoRedis},
 	{"tcp", "T", runTCP, errNoPostgres},
 	{"notify", "W", runNotify, errNoPostgres},
+	{"auth", "J", runAuth, errNoCaddy},
 }
 
 // options are the command line of the bench.

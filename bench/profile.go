@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -22,7 +23,8 @@ import (
 // 64-connection run of the reaper-plugin route (FILE) and the first run of the
 // plain route with the 2 ms app (FILE.slow), and a heap profile and a
 // goroutine dump while 10,000 requests are held (FILE.heap, FILE.heap.txt with
-// runtime.MemStats, FILE.goroutines.txt).
+// runtime.MemStats, FILE.goroutines.txt), and one over a 20 s run of its own
+// of part J's forward-auth through Caddy (FILE.auth).
 // Read them with `go tool pprof -top FILE`.
 
 //go:embed profiling/pprof.go.txt
@@ -121,7 +123,7 @@ func profileHook(ctx context.Context, e *env, n *reaperNode, spec runSpec, key, 
 			if err := <-done; err != nil {
 				return err
 			}
-			e.progressf("profiling: CPU profile of reaper (%s, %d connections) in %s", contestantNames[key], spec.conns, file)
+			e.progressf("profiling: CPU profile of reaper (%s, %d connections) in %s", cmp.Or(contestantNames[key], authNames[key]), spec.conns, file)
 			return nil
 		}
 	}, nil

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -11,7 +13,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/reapergw/reaper/internal/clusterenv"
 )
 
 // Part T's Postgres: a cluster made by Debian's initdb in the bench's directory,
@@ -87,8 +92,11 @@ func (c *pgCluster) command(port string) []string {
 }
 
 // readyTimes are the times Postgres logged that it accepts connections, in order.
-func (c *pgCluster) readyTimes() ([]time.Time, error) {
-	f, err := os.Open(c.log)
+func (c *pgCluster) readyTimes() ([]time.Time, error) { return readyTimesIn(c.log) }
+
+// readyTimesIn reads the times a Postgres log file says it accepted connections.
+func readyTimesIn(path string) ([]time.Time, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -108,4 +116,58 @@ func (c *pgCluster) readyTimes() ([]time.Time, error) {
 		out = append(out, time.UnixMilli(int64(secs*1000+0.5)))
 	}
 	return out, sc.Err()
+}
+
+// coldFloor is the floor of a cold Postgres's first answer, reaper left out: the
+// bench starts the cluster itself on port, a client connects every 2 ms (the
+// readiness probe's fast schedule) until Postgres takes it, and runs SELECT 1;
+// the time from Postgres's "ready to accept connections" to that answer is what
+// any client pays on a cold start, whoever wakes the server (the first backend
+// after a start rebuilds the catalog caches). Then it stops Postgres (SIGINT, as
+// reaper does). It runs before reaper starts, on the cluster reaper then owns.
+func (c *pgCluster) coldFloor(ctx context.Context, e *env, addr string, rounds int) ([]time.Duration, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	logPath := filepath.Join(filepath.Dir(c.log), "floor.log")
+	var out []time.Duration
+	for i := range rounds {
+		p, err := clusterenv.StartProcess(e.clean, "postgres (cold floor)", c.command(port), nil, logPath)
+		if err != nil {
+			return nil, err
+		}
+		answered, err := pollQuery(ctx, addr)
+		_ = p.Signal(syscall.SIGINT)
+		select {
+		case <-p.Done():
+		case <-time.After(30 * time.Second):
+			p.Stop()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bench: T: a cold Postgres, directly: %w", err)
+		}
+		ready, err := readyTimesIn(logPath)
+		if err != nil || len(ready) < i+1 {
+			return nil, fmt.Errorf("bench: T: Postgres's ready time %d not in %s: %v", i+1, logPath, err)
+		}
+		out = append(out, answered.Sub(ready[i]))
+	}
+	return out, nil
+}
+
+// pollQuery runs query on addr every 2 ms until it works (the port closed,
+// Postgres starting up), for tcpAnswerDeadline at most.
+func pollQuery(ctx context.Context, addr string) (time.Time, error) {
+	deadline := time.Now().Add(tcpAnswerDeadline)
+	for {
+		answered, err := query(ctx, addr)
+		if err == nil {
+			return answered, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return time.Time{}, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }

@@ -12,6 +12,12 @@
 // holds, counts and asks for wakes through that route's one claim on its app
 // (the port, reaper.Route, as a TCP route does), behind the route's own access
 // steps (authentication first: an anonymous request wakes nothing).
+//
+// Files: forwardauth.go (the listener, the original request, /auth and
+// /auth/nginx), recorder.go (what the gateway writes; nginx's kept answers),
+// envoy.go (/auth/envoy/…: Envoy's request line, its 5xx as a 429),
+// holdctx.go (auth_hold_max's deadline, timed only for a call that waits),
+// traefik.go (/traefik, Traefik's HTTP provider).
 package forwardauth
 
 import (
@@ -37,8 +43,21 @@ const (
 	// and 403): 200 lets the request go; 401 carries the answer's status
 	// (HeaderAnswerStatus) and where nginx fetches it (HeaderAnswer).
 	PathNginx = "/auth/nginx"
+	// PathEnvoy is the path_prefix Envoy's HTTP ext_authz asks under: the
+	// original method and path come as the auth call's own, after the prefix,
+	// and the original host as its Host (envoy.go).
+	PathEnvoy = "/auth/envoy"
 	// pathAnswer is where a stored answer is fetched once: pathAnswer + its id.
 	pathAnswer = "/auth/answer/"
+)
+
+// mode is how a proxy asks and what it relays.
+type mode int
+
+const (
+	modeRelay mode = iota // Caddy, Traefik: X-Forwarded-*, every answer relayed
+	modeNginx             // auth_request: 2xx, 401 and 403 only
+	modeEnvoy             // ext_authz: the request line; 5xx becomes an empty 403
 )
 
 // Headers of a /auth/nginx refusal.
@@ -113,9 +132,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.URL.Path == PathAuth:
-		s.auth(w, r, false)
+		s.auth(w, r, modeRelay)
 	case r.URL.Path == PathNginx:
-		s.auth(w, r, true)
+		s.auth(w, r, modeNginx)
+	case r.URL.Path == PathEnvoy || strings.HasPrefix(r.URL.Path, PathEnvoy+"/"):
+		s.auth(w, r, modeEnvoy)
 	case r.URL.Path == PathTraefik:
 		s.serveTraefik(w)
 	case strings.HasPrefix(r.URL.Path, pathAnswer):
@@ -144,16 +165,17 @@ func (s *Server) isTrusted(remote string) bool {
 }
 
 // auth runs the access steps for the forwarded request. nginx turns every
-// refusal into a 401 whose answer is stored for nginx to fetch.
-func (s *Server) auth(w http.ResponseWriter, r *http.Request, nginx bool) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.holdMax)
-	defer cancel()
-	orig, err := original(ctx, r)
+// refusal into a 401 whose answer is stored for nginx to fetch; Envoy gets
+// every refusal as a status it relays (envoy.go).
+func (s *Server) auth(w http.ResponseWriter, r *http.Request, m mode) {
+	ctx := newHoldContext(r.Context(), s.holdMax)
+	defer ctx.release()
+	orig, err := original(ctx, r, m == modeEnvoy)
 	if err != nil {
 		http.Error(w, "bad forwarded request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	rec := newRecorder(w, !nginx)
+	rec := newRecorder(w, m == modeRelay)
 	if s.run(rec, orig) {
 		// The hold reached auth_hold_max (or the proxy left): the app still
 		// wakes; the client is told to come back, as the unavailable answer does.
@@ -162,17 +184,19 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request, nginx bool) {
 		}
 		rec.stillWaking()
 	}
-	if !nginx {
-		return
-	}
-	if rec.allowed() {
+	switch {
+	case m == modeRelay:
+	case rec.allowed():
+		w.Header().Set(plugin.HeaderAccessAllowed, "allow")
 		w.WriteHeader(http.StatusOK)
-		return
+	case m == modeEnvoy:
+		answerEnvoy(w, rec.answer())
+	default:
+		id := s.answers.put(rec.answer())
+		w.Header().Set(HeaderAnswerStatus, itoa(rec.status))
+		w.Header().Set(HeaderAnswer, pathAnswer+id)
+		w.WriteHeader(http.StatusUnauthorized)
 	}
-	id := s.answers.put(rec.answer())
-	w.Header().Set(HeaderAnswerStatus, itoa(rec.status))
-	w.Header().Set(HeaderAnswer, pathAnswer+id)
-	w.WriteHeader(http.StatusUnauthorized)
 }
 
 // run runs the access gateway on orig; aborted reports that it gave no answer
@@ -205,33 +229,51 @@ func (s *Server) serveAnswer(w http.ResponseWriter, id string) {
 }
 
 // original is the request the proxy asks about, from its X-Forwarded-* headers:
-// method, host, URI, scheme and client. Its other headers (Accept, the reaper
-// header, User-Agent, …) are the proxy's copies of the client's.
-func original(ctx context.Context, r *http.Request) (*http.Request, error) {
-	method := strings.ToUpper(r.Header.Get("X-Forwarded-Method"))
-	if method == "" {
-		method = http.MethodGet
-	}
-	uri := r.Header.Get("X-Forwarded-Uri")
-	if uri == "" {
-		uri = "/"
+// method, host, URI, scheme and client; from Envoy (fromLine), the auth call's
+// own method, its path after PathEnvoy and its Host. Its other headers (Accept,
+// the reaper header, User-Agent, …) are the proxy's copies of the client's. It
+// is r itself, copied once for ctx and rewritten: r's header map is reused, not
+// cloned (the auth call is the listener's own), so this costs one request and
+// one URL.
+func original(ctx context.Context, r *http.Request, fromLine bool) (*http.Request, error) {
+	h := r.Header
+	method, uri, host := forwarded(r)
+	if fromLine {
+		method, uri, host = envoyRequest(r)
 	}
 	u, err := url.ParseRequestURI(uri)
 	if err != nil {
 		return nil, err
 	}
-	host := r.Header.Get("X-Forwarded-Host")
+	for _, k := range forwardedOnly {
+		delete(h, k)
+	}
+	o := r.WithContext(ctx)
+	o.Method, o.URL, o.RequestURI, o.Host = method, u, uri, host
+	o.Proto, o.ProtoMajor, o.ProtoMinor = "HTTP/1.1", 1, 1
+	o.Body, o.ContentLength, o.TransferEncoding, o.Close = http.NoBody, 0, nil, false
+	o.Form, o.PostForm, o.MultipartForm, o.Trailer = nil, nil, nil, nil
+	return o, nil
+}
+
+// forwarded reads the original method, URI and host from X-Forwarded-*: a GET
+// of / on the auth call's host when they are missing.
+func forwarded(r *http.Request) (method, uri, host string) {
+	method = strings.ToUpper(r.Header.Get("X-Forwarded-Method"))
+	if method == "" {
+		method = http.MethodGet
+	}
+	uri = r.Header.Get("X-Forwarded-Uri")
+	if uri == "" {
+		uri = "/"
+	}
+	host = r.Header.Get("X-Forwarded-Host")
 	if host == "" {
 		host = r.Host
 	}
-	h := r.Header.Clone()
-	for _, k := range []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "Content-Length", "Connection", "Upgrade"} {
-		delete(h, k)
-	}
-	o := (&http.Request{
-		Method: method, URL: u, RequestURI: uri, Host: host, Header: h,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Body: http.NoBody, RemoteAddr: r.RemoteAddr,
-	}).WithContext(ctx)
-	return o, nil
+	return method, uri, host
 }
+
+// forwardedOnly are the auth call's headers that describe it, not the client's
+// request: dropped from the original.
+var forwardedOnly = []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "Content-Length", "Connection", "Upgrade"}

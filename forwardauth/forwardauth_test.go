@@ -25,7 +25,7 @@ func TestOriginal_FromTheForwardedHeaders(t *testing.T) {
 				r.Header.Set(k, v)
 			}
 			r.Header.Set("Accept", "text/html")
-			o, err := original(context.Background(), r)
+			o, err := original(context.Background(), r, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +39,7 @@ func TestOriginal_FromTheForwardedHeaders(t *testing.T) {
 	}
 	r := httptest.NewRequest("GET", "http://auth.local/auth", nil)
 	r.Header.Set("X-Forwarded-Uri", "no-slash")
-	if _, err := original(context.Background(), r); err == nil {
+	if _, err := original(context.Background(), r, false); err == nil {
 		t.Error("a URI that is not a request URI was taken")
 	}
 }

@@ -1,9 +1,11 @@
 package forwardauth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"testing"
 
@@ -119,5 +121,101 @@ func TestServer_TraefikGivesTheLabeledRoutesToo(t *testing.T) {
 	labeled = nil
 	if got, want := routers(get()), []string{"reaper-web"}; !slices.Equal(got, want) {
 		t.Errorf("once the labels went: routers %v, want %v", got, want)
+	}
+}
+
+// Traefik's dynamic configuration as its HTTP provider decodes it, the parts
+// /traefik may write, with every key Traefik v3.7 knows there
+// (pkg/config/dynamic: Router, Service, ServersLoadBalancer, Server,
+// Middleware.ForwardAuth): a key Traefik does not know fails the decoding.
+type (
+	tfConfig struct {
+		HTTP *struct {
+			Routers map[string]struct {
+				EntryPoints []string        `json:"entryPoints"`
+				Middlewares []string        `json:"middlewares"`
+				Service     string          `json:"service"`
+				Rule        string          `json:"rule"`
+				ParentRefs  []string        `json:"parentRefs"`
+				RuleSyntax  string          `json:"ruleSyntax"`
+				Priority    int             `json:"priority"`
+				TLS         json.RawMessage `json:"tls"`
+				Observ      json.RawMessage `json:"observability"`
+			} `json:"routers"`
+			Services map[string]struct {
+				LoadBalancer *struct {
+					Sticky  json.RawMessage `json:"sticky"`
+					Servers []struct {
+						URL          string `json:"url"`
+						Weight       *int   `json:"weight"`
+						PreservePath bool   `json:"preservePath"`
+					} `json:"servers"`
+					Strategy           string          `json:"strategy"`
+					HealthCheck        json.RawMessage `json:"healthCheck"`
+					PassiveHealthCheck json.RawMessage `json:"passiveHealthCheck"`
+					PassHostHeader     *bool           `json:"passHostHeader"`
+					ResponseForwarding json.RawMessage `json:"responseForwarding"`
+					ServersTransport   string          `json:"serversTransport"`
+				} `json:"loadBalancer"`
+			} `json:"services"`
+			Middlewares map[string]struct {
+				ForwardAuth *struct {
+					Address                  string          `json:"address"`
+					TLS                      json.RawMessage `json:"tls"`
+					TrustForwardHeader       bool            `json:"trustForwardHeader"`
+					AuthResponseHeaders      []string        `json:"authResponseHeaders"`
+					AuthResponseHeadersRegex string          `json:"authResponseHeadersRegex"`
+					AuthRequestHeaders       []string        `json:"authRequestHeaders"`
+					MaxResponseBodySize      *int64          `json:"maxResponseBodySize"`
+					AddAuthCookiesToResponse []string        `json:"addAuthCookiesToResponse"`
+					HeaderField              string          `json:"headerField"`
+					ForwardBody              bool            `json:"forwardBody"`
+					MaxBodySize              *int64          `json:"maxBodySize"`
+					PreserveLocationHeader   bool            `json:"preserveLocationHeader"`
+					PreserveRequestMethod    bool            `json:"preserveRequestMethod"`
+					AuthSigninURL            string          `json:"authSigninURL"`
+				} `json:"forwardAuth"`
+			} `json:"middlewares"`
+		} `json:"http"`
+	}
+)
+
+// The answer decodes as Traefik's configuration with no key Traefik does not
+// know, and holds together as Traefik checks it: each router's service and
+// middlewares exist, each service has servers whose URLs are absolute http
+// URLs, the middleware asks an absolute URL.
+func TestTraefikJSON_DecodesAsTraefiksConfiguration(t *testing.T) {
+	body, err := traefikJSON(traefikRoutes(t), map[string]bool{"web": true, "api": true, "hidden": true}, "http://reaper:9100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var c tfConfig
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("not Traefik's shape: %v\n%s", err, body)
+	}
+	if c.HTTP == nil || len(c.HTTP.Routers) != 3 {
+		t.Fatalf("routers: %s", body)
+	}
+	for name, r := range c.HTTP.Routers {
+		svc, ok := c.HTTP.Services[r.Service]
+		if !ok || svc.LoadBalancer == nil || len(svc.LoadBalancer.Servers) == 0 || r.Rule == "" {
+			t.Errorf("router %s: service %q missing or empty, rule %q", name, r.Service, r.Rule)
+			continue
+		}
+		for _, srv := range svc.LoadBalancer.Servers {
+			if u, err := url.Parse(srv.URL); err != nil || u.Scheme != "http" || u.Host == "" {
+				t.Errorf("router %s: server %q", name, srv.URL)
+			}
+		}
+		for _, m := range r.Middlewares {
+			fa := c.HTTP.Middlewares[m].ForwardAuth
+			if fa == nil {
+				t.Errorf("router %s: middleware %q missing", name, m)
+			} else if u, err := url.Parse(fa.Address); err != nil || !u.IsAbs() || u.Path != PathAuth {
+				t.Errorf("middleware %s: address %q", m, fa.Address)
+			}
+		}
 	}
 }

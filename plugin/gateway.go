@@ -470,17 +470,21 @@ func (st *state) finalStatus(aborted bool) int {
 	return st.rec.status
 }
 
+// logAccess writes the request's access line. It hands the handler a record
+// of its own, as Logger.LogAttrs would, but without capturing the caller
+// (runtime.Callers, for a source reaper's handlers never print) nor building
+// the attributes in a slice first: on an auth call for an awake app those were
+// a quarter of the line's cost.
 func (g *Gateway) logAccess(st *state, route string, status int) {
 	ctx := context.Background()
-	if !g.log.Enabled(ctx, slog.LevelInfo) {
+	h := g.log.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	req := st.ex.Request
-	var client []slog.Attr
-	if st.clientID != "" {
-		client = []slog.Attr{slog.String("client_request_id", st.clientID)}
-	}
-	g.log.LogAttrs(ctx, slog.LevelInfo, "access", append([]slog.Attr{
+	now := time.Now()
+	r := slog.NewRecord(now, slog.LevelInfo, "access", 0)
+	r.AddAttrs(
 		slog.String("request_id", st.ex.ID),
 		slog.String("route", route),
 		slog.String("method", req.Method),
@@ -488,9 +492,12 @@ func (g *Gateway) logAccess(st *state, route string, status int) {
 		slog.String("path", req.URL.Path), // never the query: it may hold secrets
 		slog.Int("status", status),
 		slog.Int64("bytes", st.rec.bytes.Load()),
-		slog.Duration("duration", time.Since(st.ex.Start)),
+		slog.Duration("duration", now.Sub(st.ex.Start)),
 		slog.String("upstream", cmp.Or(st.upstream, upstreamGateway)), // no target tried: the gateway answered
-		slog.String("client", st.ex.ClientIP.String())},
-		client...)...,
+		slog.String("client", st.ex.ClientIP.String()),
 	)
+	if st.clientID != "" {
+		r.AddAttrs(slog.String("client_request_id", st.clientID))
+	}
+	_ = h.Handle(ctx, r) // a log that cannot be written is not the request's error
 }

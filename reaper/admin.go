@@ -31,6 +31,7 @@ import (
 //	GET  /api/events                    server-sent events: changes of status, holds, actions, wakes
 //	GET  /api/savings                   what sleeping saved, per app and in total (savings.go)
 //	GET  /api/apps/{id}/savings         one app's
+//	GET  /api/tcp_routes                this node's TCP routes and their connections (admintcp.go)
 //
 // Actions take an optional JSON body {"by": "…"} (or ?by=), who does it, kept in
 // the app's history.
@@ -50,6 +51,9 @@ type AdminAPI struct {
 	// Meter gives what the platform driver measured of each app (its boot
 	// time, its memory awake), when it measures; nil: nothing is shown.
 	Meter paas.Meter
+	// TCPRoutes lists the node's TCP routes with their connections now
+	// (tcproute.Server.Views); nil: none. It must not block.
+	TCPRoutes func() []TCPRouteView
 }
 
 // measureTimeout bounds the memory read that one app's view makes.
@@ -75,6 +79,7 @@ func (a *AdminAPI) Handler() http.Handler {
 	mux.HandleFunc("GET /api/events", a.eventStream)
 	mux.HandleFunc("GET /api/savings", a.savings)
 	mux.HandleFunc("GET /api/apps/{id}/savings", a.appSavings)
+	mux.HandleFunc("GET /api/tcp_routes", a.listTCPRoutes)
 	mux.HandleFunc("GET /api/settings", a.getSettings)
 	mux.HandleFunc("PUT /api/settings", a.putSettings)
 	return mux
@@ -134,6 +139,9 @@ type AppView struct {
 	// measured it, at MemoryAt (it may sleep since); absent when never.
 	MemoryBytes int64      `json:"memory_bytes,omitempty"`
 	MemoryAt    *time.Time `json:"memory_at,omitempty"`
+	// TCPRoutes are the app's TCP routes on this node, with their connections
+	// (admintcp.go); absent when it has none.
+	TCPRoutes []TCPRouteView `json:"tcp_routes,omitempty"`
 }
 
 func ptime(t time.Time) *time.Time {
@@ -171,6 +179,10 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		if _, ok := managed[r.AppID]; !ok {
 			order = append(order, r.AppID)
 		}
+	}
+	tcp := map[string][]TCPRouteView{}
+	for _, t := range a.tcpRoutes("") {
+		tcp[t.AppID] = append(tcp[t.AppID], t)
 	}
 	var out []AppView
 	for _, appID := range order {
@@ -218,6 +230,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 			v.LastWake = &WakeView{WakeTimes: *rec.Wake, Phases: rec.Wake.Durations(), Seconds: rec.Wake.Total().Seconds()}
 		}
 		a.measure(ctx, &v, paas.App{ID: appID, Owner: rec.Owner}, id != "")
+		v.TCPRoutes = tcp[appID]
 		out = append(out, v)
 	}
 	return out, nil

@@ -12,7 +12,7 @@ package reaper
 // AdminPrefixes are the paths under which AdminAPI.Handler serves (the
 // patterns of an http.ServeMux): the admin listener mounts the handler on
 // these, so a route added to Handler outside them fails its test, not a user.
-var AdminPrefixes = []string{"/api/apps", "/api/apps/", "/api/groups", "/api/groups/", "/api/settings", "/api/events", "/api/savings"}
+var AdminPrefixes = []string{"/api/apps", "/api/apps/", "/api/groups", "/api/groups/", "/api/settings", "/api/events", "/api/savings", "/api/tcp_routes"}
 
 // ActionRequest is the optional JSON body of an action (POST _wake, _sleep,
 // _hold, _reset; DELETE _hold): who does it, and for a hold how long and why.

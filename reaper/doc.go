@@ -35,14 +35,14 @@
 //
 //   - plugin.go: the reaper plugin on a route, which reaches the engine only
 //     through the port below (its Route, Engine.Options); config.go: its
-//     configuration on one route (the reference's keys); notactivity.go:
-//     its not_activity paths (a crawler's robots.txt: served, never traffic);
-//     protocol.go: the wire
-//     protocol as one table (classify, answerFor); answers.go: the answers
-//     given in place of the app; wellknown.go: reaper's own paths under
-//     /.well-known/reaper/ on every host; preview.go: a route's waiting page as
-//     a browser would get it; liveevents.go: the waiting page's live progress
-//     stream, and progress.go: how far a wake went, as the page shows it (pure).
+//     configuration on one route (the reference's keys); notactivity.go: its
+//     not_activity paths (a crawler's robots.txt: served, never traffic);
+//     protocol.go: the wire protocol as one table (classify, answerFor);
+//     answers.go: the answers given in place of the app; wellknown.go:
+//     reaper's own paths under /.well-known/reaper/ on every host; preview.go:
+//     a route's waiting page as a browser would get it; liveevents.go: the
+//     waiting page's live progress stream, and progress.go: how far a wake
+//     went, as the page shows it (pure).
 //   - heldrequest.go: a held request, from the plugin's side (its body,
 //     parking, the answer once its hold ends), held through the plugin's own
 //     Route (port.go); hold.go: the node's holds and the
@@ -84,7 +84,8 @@
 //     reset); wakefor.go: the same wake asked by a wake trigger (package
 //     trigger), named in the history; adminreap.go: the reference's _reap; adminwatch.go: the
 //     API's views over time (why awake, recent wakes, the event stream);
-//     adminwire.go: its requests and answers on the wire, and the prefixes it
+//     admintcp.go: the TCP routes and their connections in the API (package
+//     tcproute fills them); adminwire.go: its requests and answers on the wire, and the prefixes it
 //     is mounted on (package adminapi is its client, for the CLI and the
 //     dashboard). They reach the engine only through its exported calls, as
 //     the plugin does (pluginport_test.go): the port's read side (Managed,

@@ -128,8 +128,8 @@ func TestNotActivity_WakesASleepingAppToAnswer(t *testing.T) {
 		if p.route.a.status() != StatusUp || e.fake.Count("start", "app") != 1 {
 			t.Fatalf("status = %s, starts = %d; want Up after one start", p.route.a.status(), e.fake.Count("start", "app"))
 		}
-		if _, ok := p.route.a.awake.paths[("/robots.txt")]; ok {
-			t.Errorf("robots.txt is counted among the paths that keep the app awake")
+		if rep, _ := e.engine.Awake("app", AwakeKeys); len(rep.Paths) != 0 {
+			t.Errorf("robots.txt is counted among the paths that keep the app awake: %v", rep.Paths)
 		}
 		took := waitStatus(t, p, StatusDown, 5*time.Minute)
 		if took > time.Minute+31*time.Second {

@@ -176,7 +176,7 @@ func (r *Route) Begin() (end func(), ok bool) {
 func (r *Route) Admit(quiet bool) (end func(), st Status, ok bool) {
 	a := r.a
 	if quiet {
-		end = a.beginQuiet()
+		end = a.beginQuiet() // not marked used at a flush either (traffic.go)
 	} else {
 		end = a.begin()
 	}

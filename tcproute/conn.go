@@ -45,6 +45,7 @@ type route struct {
 	idle time.Duration // 0: never reap a quiet connection
 
 	held, spliced atomic.Int64
+	tally         tally // counts of its connections since reaper started (views.go)
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -98,6 +99,7 @@ func (c *conn) reason(fallback string) string {
 func (r *route) serve(client *net.TCPConn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{client: client, start: time.Now(), cancel: cancel}
+	r.tally.accepted.Add(1)
 	defer cancel()
 	if !r.add(c) {
 		c.end(EndShutdown)
@@ -309,24 +311,9 @@ func (r *route) closeAll() {
 
 // logEnd writes the connection's access log line.
 func (r *route) logEnd(c *conn, how string) {
+	r.tally.ended(how, c.in, c.out)
 	r.s.observer.TCPConnectionEnded(r.cfg.ID, how, c.in, c.out)
 	r.s.log.Info("tcp connection", "route", r.cfg.ID, "app", r.cfg.AppID, "client", c.client.RemoteAddr().String(),
 		"bytes_in", c.in, "bytes_out", c.out, "held", c.held.Round(time.Microsecond),
 		"duration", time.Since(c.start).Round(time.Microsecond), "ended", how)
-}
-
-// Counts are a route's connections now on this node.
-type Counts struct {
-	Held    int64 // waiting for the app
-	Spliced int64 // passing bytes to the app
-}
-
-// Counts returns the route id's connections now; false for an unknown route.
-func (s *Server) Counts(id string) (Counts, bool) {
-	for _, r := range s.routes {
-		if r.cfg.ID == id {
-			return Counts{Held: r.held.Load(), Spliced: r.spliced.Load()}, true
-		}
-	}
-	return Counts{}, false
 }

@@ -66,6 +66,7 @@ func TestHoldEnd(t *testing.T) {
 type node struct {
 	fake   *paastest.Fake
 	engine *reaper.Engine
+	store  *reaper.MemStore
 	srv    *Server
 	logs   *logtest.Buffer
 	route  string
@@ -109,7 +110,7 @@ func startNode(t *testing.T, target string, mutate func(*Config)) *node {
 		wg.Wait()
 		store.Close()
 	})
-	return &node{fake: fake, engine: engine, srv: srv, logs: logs, route: srv.Addr("db-tcp").String()}
+	return &node{fake: fake, engine: engine, store: store, srv: srv, logs: logs, route: srv.Addr("db-tcp").String()}
 }
 
 // awaitAsleep waits for the job's first look at the app: until then the route

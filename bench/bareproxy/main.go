@@ -5,6 +5,12 @@
 //
 // Usage: bareproxy --listen 127.0.0.1:0 --target http://127.0.0.1:3001
 //
+// With --allow instead of --target it is the floor of a forward-auth server:
+// every request gets an empty 200 with the header Reaper-Access: allow, the
+// go-ahead docs/integrations.md's Caddy recipe waits for.
+// With a tcp:// target (--target tcp://127.0.0.1:5432) it is a bare TCP
+// forwarder instead (tcp.go): part T's yardstick.
+//
 // It writes "bareproxy listening on ADDR" to stderr once it accepts connections,
 // and stops on SIGTERM or SIGINT.
 package main
@@ -56,18 +62,32 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "`address` to listen on")
 	targetFlag := fs.String("target", "", "the backend `URL`")
+	allow := fs.Bool("allow", false, "answer every request 200 with Reaper-Access: allow, proxying nothing (no --target)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	target, err := url.Parse(*targetFlag)
-	if err != nil || target.Scheme != "http" || target.Host == "" {
-		return fmt.Errorf("--target %q is not an http URL", *targetFlag)
+	var target *url.URL
+	if !*allow {
+		var err error
+		target, err = url.Parse(*targetFlag)
+		if err != nil || (target.Scheme != "http" && target.Scheme != "tcp") || target.Host == "" {
+			return fmt.Errorf("--target %q is not an http:// or tcp:// URL", *targetFlag)
+		}
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: newProxy(target)}
+	var h http.Handler = allowAll{}
+	switch {
+	case target == nil:
+	case target.Scheme == "tcp":
+		fmt.Fprintf(stderr, "bareproxy listening on %s\n", ln.Addr())
+		return serveTCP(ctx, ln, target.Host)
+	default:
+		h = newProxy(target)
+	}
+	srv := &http.Server{Handler: h}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stderr, "bareproxy listening on %s\n", ln.Addr())
@@ -81,4 +101,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// allowAll is --allow's handler: the go-ahead of a forward-auth server, and
+// nothing else.
+type allowAll struct{}
+
+func (allowAll) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header()["Reaper-Access"] = []string{"allow"}
+	w.WriteHeader(http.StatusOK)
 }

@@ -78,3 +78,12 @@ func TestRun_RefusesABadTarget(t *testing.T) {
 		}
 	}
 }
+
+// --allow answers every request with the forward-auth go-ahead, empty.
+func TestAllowAll_TheGoAheadAndNothingElse(t *testing.T) {
+	w := httptest.NewRecorder()
+	allowAll{}.ServeHTTP(w, httptest.NewRequest("GET", "/auth", nil))
+	if w.Code != http.StatusOK || w.Header().Get("Reaper-Access") != "allow" || w.Body.Len() != 0 {
+		t.Errorf("%d %v %q", w.Code, w.Header(), w.Body)
+	}
+}

@@ -175,6 +175,9 @@ func (n *node) adminOf() *reaper.AdminAPI {
 	if m, ok := n.parts.driver.(paas.Meter); ok {
 		api.Meter = m
 	}
+	if n.tcp != nil { // bound before the admin API is served (listenTCP)
+		api.TCPRoutes = n.tcp.Views
+	}
 	return api
 }
 

@@ -64,6 +64,8 @@ type NodeConfig struct {
 	// limit per client off (reaper's default is 30 a minute), as benches and
 	// tests that wake many apps from one loopback address need.
 	MaxWakesPerClient int `yaml:"max_wakes_per_client"`
+	// AuthListen is the forward-auth listener; empty: off.
+	AuthListen string `yaml:"auth_listen,omitempty"`
 }
 
 // JobConfig is the reaper section (the job).

@@ -39,7 +39,7 @@ func fullRecord(app string, term uint64, status reaper.Status) reaper.Record {
 			Start: at.Add(-70 * time.Second), RetryAt: at.Add(-58 * time.Second)},
 		Wake:  &reaper.WakeTimes{AskedAt: at.Add(-3 * time.Minute), AcceptedAt: at.Add(-170 * time.Second), UpAt: at.Add(-2 * time.Minute)},
 		Saved: &reaper.SavedTime{AllTimeSeconds: 3600.5, Day: "2025-03-14", DaySeconds: 60, Month: "2025-03", MonthSeconds: 120},
-		Busy:  &reaper.BusyNote{Since: at.Add(-5 * time.Minute).In(paris), Why: "busy: its busy_url answered 200"},
+		Busy:  &reaper.BusyNote{Since: at.Add(-5 * time.Minute), Why: "busy: its busy_url answered 200"},
 	}
 	fillZeroFields(&r, at)
 	return r

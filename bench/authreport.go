@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reapergw/reaper/bench/load"
+)
+
+// authSpecs are part J's runs: 64 keep-alive connections, as part A.
+func authSpec(quick bool) runSpec {
+	if quick {
+		return runSpec{64, 300 * time.Millisecond, time.Second, 1}
+	}
+	return runSpec{64, 700 * time.Millisecond, 3 * time.Second, 4}
+}
+
+// runAuth runs part J and prints it.
+func runAuth(ctx context.Context, e *env) ([]verdict, error) {
+	bin, err := caddyBin()
+	if err != nil {
+		return nil, err
+	}
+	s, err := setupAuth(ctx, e, bin)
+	if err != nil {
+		return nil, err
+	}
+	defer s.reaper.shutdown()
+	spec := authSpec(e.opts.quick)
+	out := map[string][]authSample{}
+	for r := range spec.rounds {
+		for _, k := range roundOrder(authKeys, r) {
+			e.progressf("J: round %d/%d, %s, %d connections, %s", r+1, spec.rounds, authNames[k], spec.conns, spec.duration)
+			x, err := measureAuth(ctx, s, k, spec)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = append(out[k], x)
+		}
+	}
+	vs := printJ(e.out, out, spec, s)
+	if e.opts.profile != "" {
+		return vs, profileAuth(ctx, e, s)
+	}
+	return vs, nil
+}
+
+// profileAuth saves a CPU profile of reaper (-profile FILE: FILE.auth) over a
+// run of its own, long enough for a few thousand samples: reaper spends a
+// fraction of a CPU here, a round's 3 s would give a few dozen.
+func profileAuth(ctx context.Context, e *env, s *authSetup) error {
+	spec := runSpec{conns: 64, warmup: time.Second, duration: 20 * time.Second, rounds: 1}
+	if e.opts.quick {
+		spec.duration = 3 * time.Second
+	}
+	hook, err := profileHook(ctx, e, s.reaper, spec, kCaddyAuth, e.opts.profile+".auth")
+	if err != nil {
+		return err
+	}
+	e.progressf("J: profiling reaper, %s, %d connections, %s", authNames[kCaddyAuth], spec.conns, spec.duration)
+	after := hook(kCaddyAuth, 0)
+	_, err = measureAuth(ctx, s, kCaddyAuth, spec)
+	if herr := after(); err == nil {
+		err = herr
+	}
+	return err
+}
+
+// perCall is an auth server's CPU per auth call in one round: its CPU over
+// the window of the contestant that asks it (cpu, the run res), less its idle
+// rate (its CPU over the Caddy-alone window of the same round, when no auth call
+// comes) over as long, per request.
+func perCall(idleCPU time.Duration, alone load.Result, cpu time.Duration, res load.Result) time.Duration {
+	if res.Requests == 0 || alone.Elapsed <= 0 {
+		return 0
+	}
+	idle := time.Duration(float64(idleCPU) * float64(res.Elapsed) / float64(alone.Elapsed))
+	return max(cpu-idle, 0) / time.Duration(res.Requests)
+}
+
+// authRound is one round of part J, read.
+type authRound struct {
+	reaperCall, floorCall time.Duration // CPU per auth call
+	rps, p50              [2]float64    // floor and reaper against Caddy alone
+}
+
+func readRound(alone, floor, auth authSample) authRound {
+	var r authRound
+	r.reaperCall = perCall(alone.reaperCPU, alone.res, auth.reaperCPU, auth.res)
+	r.floorCall = perCall(alone.floorCPU, alone.res, floor.floorCPU, floor.res)
+	for i, x := range []authSample{floor, auth} {
+		r.rps[i] = x.res.RPS() / alone.res.RPS()
+		r.p50[i] = float64(x.res.Latency.Quantile(0.5)) / float64(alone.res.Latency.Quantile(0.5))
+	}
+	return r
+}
+
+func printJ(w io.Writer, out map[string][]authSample, spec runSpec, s *authSetup) []verdict {
+	fmt.Fprintf(w, "\nJ. Forward-auth through Caddy %s: %d keep-alive connections; %s\n", caddyVersion, spec.conns, specLine(spec))
+	fmt.Fprintf(w, "   (the app was woken through reaper's gateway before, in %s; Caddy runs docs/integrations.md's recipe)\n", millis(s.wakeTime))
+	fmt.Fprintf(w, "   %-24s %9s %11s %14s %16s   %s\n", "", "req/s", "p50", "Caddy CPU/req", "auth conns", "req/s of each round")
+	fmt.Fprintf(w, "   %-24s %9s %11s %14s %16s\n", "", "", "", "", "open / closed")
+	for _, k := range authKeys {
+		ss := out[k]
+		rounds := make([]string, len(ss))
+		for i, x := range ss {
+			rounds[i] = thousands(int64(x.res.RPS()))
+		}
+		rps := median(pickAuth(ss, func(x authSample) float64 { return x.res.RPS() }))
+		p50 := median(pickAuth(ss, func(x authSample) time.Duration { return x.res.Latency.Quantile(0.5) }))
+		ccpu := median(pickAuth(ss, func(x authSample) time.Duration { return x.caddyCPU }))
+		conns := "-"
+		if k != kCaddy {
+			open := slices.Max(pickAuth(ss, func(x authSample) int { return x.authConns }))
+			closed := slices.Max(pickAuth(ss, func(x authSample) int { return x.authClosed }))
+			conns = fmt.Sprintf("%d / %d", open, closed)
+		}
+		fmt.Fprintf(w, "   %-24s %9s %11s %14s %16s   %s\n", authNames[k], thousands(int64(rps)), micros(p50), micros(ccpu), conns, strings.Join(rounds, "  "))
+	}
+	var rounds []authRound
+	for i := range min(len(out[kCaddy]), len(out[kCaddyFloor]), len(out[kCaddyAuth])) {
+		rounds = append(rounds, readRound(out[kCaddy][i], out[kCaddyFloor][i], out[kCaddyAuth][i]))
+	}
+	each := func(f func(authRound) float64) (float64, []float64) {
+		xs := make([]float64, len(rounds))
+		for i, r := range rounds {
+			xs[i] = f(r)
+		}
+		return median(xs), xs
+	}
+	for i, name := range []string{"bare Go auth", "reaper's auth"} {
+		rps, rpsEach := each(func(r authRound) float64 { return r.rps[i] })
+		p50, p50Each := each(func(r authRound) float64 { return r.p50[i] })
+		fmt.Fprintf(w, "   Caddy + %s / Caddy alone, paired by round: req/s %s (%s), p50 %s (%s).\n", name, ratio(rps), joinRatios(rpsEach), ratio(p50), joinRatios(p50Each))
+	}
+	floor, floorEach := each(func(r authRound) float64 { return float64(r.floorCall) })
+	call, callEach := each(func(r authRound) float64 { return float64(r.reaperCall) })
+	fmt.Fprintf(w, "   CPU per auth call (idle CPU taken off): bare Go auth %s (%s), reaper %s (%s): reaper / bare %s, reaper − bare %s.\n",
+		micros(time.Duration(floor)), joinMicros(floorEach), micros(time.Duration(call)), joinMicros(callEach), ratio(call/floor),
+		signedMicros(time.Duration(call-floor)))
+	fmt.Fprintln(w, "   auth conns: connections from Caddy to the auth server open at the window's end / closed in it (TIME_WAIT): ~0 closed = kept alive.")
+	v := verdict{part: "J", what: "reaper CPU per auth call (awake app, through Caddy)", value: micros(time.Duration(call)),
+		target: "≤ " + micros(authTarget), pass: time.Duration(call) <= authTarget, rounds: joinMicros(callEach)}
+	fmt.Fprintf(w, "   %s reaper CPU per auth call: %s, target %s (its access line included).\n", passWord(v.pass), v.value, v.target)
+	return []verdict{v}
+}
+
+func pickAuth[T any](ss []authSample, f func(authSample) T) []T {
+	out := make([]T, len(ss))
+	for i, s := range ss {
+		out[i] = f(s)
+	}
+	return out
+}
