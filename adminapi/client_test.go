@@ -141,6 +141,14 @@ func TestClient_TypedAnswersFromARealHandler(t *testing.T) {
 			if err != nil || reset.AppID != "a" || reset.Status != reaper.StatusWaitingForInit {
 				t.Fatalf("Reset: %+v, %v", reset, err)
 			}
+			// The job looks at the reset app and writes what it finds, with
+			// its history entry: done before the next client's actions, so
+			// that it cannot fall between that client's release and its
+			// read of the history.
+			testwait.For(t, 10*time.Second, "the job to observe app a after its reset", func() bool {
+				app, err := c.App(ctx, "a")
+				return err == nil && app.Status != reaper.StatusWaitingForInit
+			})
 		})
 	}
 }

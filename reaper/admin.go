@@ -201,10 +201,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		if stored := access[appID]; stored.After(la) {
 			la = stored
 		}
-		var held int
-		if ap := a.Engine.app(appID); ap != nil {
-			held = int(ap.held.Load())
-		}
+		held, _ := a.Engine.Held(appID)
 		v := AppView{
 			AppID: appID, Status: rec.Status, OwnerID: rec.Owner, Name: rec.Name,
 			PlatformState: string(rec.PlatformState), CleverState: string(rec.PlatformState), Cause: rec.Cause, ErrorCause: rec.ErrorCause, FailedBoots: rec.Boots,

@@ -57,91 +57,40 @@ type refusal struct {
 	msg  string
 }
 
-// change applies f to the app's record under its lock and commits it with the
-// action that told makes of it (none when told is nil): written, told, then
-// seen by this node (commit.go); then it asks the job to look at the app. f
-// refuses by returning a refusal (nothing is written). The action is told
-// before the lock is released, so that it comes before whatever the job does
-// about it. change answers the client itself on failure and reports whether
-// the change was written, with the new record.
+func (r *refusal) Error() string { return r.msg }
+
+// change applies f to the app's record for an operator, through the port
+// (Engine.Change: under the app's lock, committed with the action that told
+// makes of it, then the job asked to look), and answers the client itself on
+// failure: f's refusal, the lock taken, the store down. It reports whether the
+// change was written, with the new record.
 func (a *AdminAPI) change(w http.ResponseWriter, r *http.Request, id string, f func(rec *Record, now time.Time) *refusal,
 	told func(next Record) Transition) (Record, bool) {
-	ctx := r.Context()
-	lock, err := a.lock(ctx, id)
-	if errors.Is(err, ErrLocked) {
-		httpjson.Error(w, http.StatusConflict, "the app is being decided on right now; try again")
-		return Record{}, false
-	}
-	if err != nil {
-		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be used: "+err.Error())
-		return Record{}, false
-	}
-	locked := true
-	unlock := func() {
-		if locked {
-			locked = false
-			lock.Release(context.WithoutCancel(ctx))
+	next, err := a.Engine.Change(r.Context(), id, func(rec *Record, now time.Time) error {
+		if no := f(rec, now); no != nil {
+			return no
 		}
-	}
-	defer unlock()
-	rec, ok, err := a.Store.Record(ctx, id)
-	if err != nil {
-		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
-		return Record{}, false
-	}
-	if !ok {
-		rec = Record{AppID: id, Status: StatusWaitingForInit}
-	}
-	next := rec
-	if no := f(&next, time.Now()); no != nil {
+		return nil
+	}, told)
+	var no *refusal
+	var failed *ChangeError
+	switch {
+	case err == nil:
+		return next, true
+	case errors.As(err, &no):
 		httpjson.Error(w, no.code, no.msg)
-		return Record{}, false
+	case errors.Is(err, ErrLocked):
+		httpjson.Error(w, http.StatusConflict, "the app is being decided on right now; try again")
+	case errors.As(err, &failed) && failed.Step == "read":
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+failed.Err.Error())
+	case errors.As(err, &failed) && failed.Step == "write":
+		httpjson.Error(w, http.StatusServiceUnavailable, "the record cannot be written: "+failed.Err.Error())
+	case errors.As(err, &failed):
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be used: "+failed.Err.Error())
+	default:
+		httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be used: "+err.Error())
 	}
-	var action *Transition
-	if told != nil {
-		t := told(next)
-		action = &t
-	}
-	if err := a.Engine.commit(ctx, a.Store, rec, &next, action); err != nil {
-		httpjson.Error(w, http.StatusServiceUnavailable, "the record cannot be written: "+err.Error())
-		return Record{}, false
-	}
-	unlock() // before the look: the job must find the lock free
-	a.Engine.asks.look(ctx, id)
-	return next, true
-}
-
-// lockWait is how long an action waits for the app's lock: the job holds it for
-// one look (an observation, perhaps a platform call), which the action just
-// before may well have asked for.
-const lockWait = 5 * time.Second
-
-// lock takes the app's lock for an operator (term 0, never taken over),
-// waiting up to lockWait while another holder has it.
-func (a *AdminAPI) lock(ctx context.Context, id string) (Lock, error) {
-	deadline := time.Now().Add(lockWait)
-	wait := 10 * time.Millisecond
-	for {
-		lock, err := a.Store.Lock(ctx, id, 0, 10*time.Second)
-		if !errors.Is(err, ErrLocked) || time.Now().Add(wait).After(deadline) {
-			return lock, err
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		wait = min(2*wait, 200*time.Millisecond)
-	}
-}
-
-// event tells an operator's action that changes no record (Engine.tellAction),
-// as commit tells one that does.
-func (a *AdminAPI) event(ctx context.Context, t Transition) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
-	defer cancel()
-	rec, _ := a.Engine.Record(t.AppID)
-	a.Engine.tellAction(ctx, t, rec.Name)
+	return Record{}, false
 }
 
 // managed returns the app's merged policy, ok false (and a 404 written) when no
@@ -166,12 +115,11 @@ func (a *AdminAPI) wake(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	now := time.Now()
 	rec, _ := a.Engine.Record(id)
 	// In the history before the ask: the job must not take it for a visit, and
 	// it comes before what the job does about it.
-	a.event(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: body.By, Cause: "wake asked"})
-	a.Engine.asks.askNow(a.Engine.app(id), now)
+	a.Engine.TellAction(r.Context(), Transition{AppID: id, From: rec.Status, To: rec.Status, At: time.Now(), Kind: EventWakeAsk, By: body.By, Cause: "wake asked"})
+	a.Engine.AskWakeNow(id)
 	httpjson.Write(w, http.StatusAccepted, WakeAnswer{AppID: id, Asked: true, Status: rec.Status})
 }
 

@@ -85,9 +85,6 @@ func wakesOf(items []Transition, limit int) []WakeView {
 	return out
 }
 
-// maxEventStreams bounds the event streams open on one node.
-const maxEventStreams = 64
-
 // eventStream serves the node's events as server-sent events: the kept recent
 // ones first (after Last-Event-ID or ?after= when given), then each new one, with
 // a comment every 15 s to keep proxies from closing the stream. A stream that
@@ -105,18 +102,15 @@ func (a *AdminAPI) eventStream(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	streams := &a.Engine.events.streams
-	if streams.Add(1) > maxEventStreams {
-		streams.Add(-1)
+	recent, next, cancel, ok := a.Engine.OpenEvents(after)
+	if !ok {
 		w.Header().Set("Retry-After", "10")
-		httpjson.Error(w, http.StatusServiceUnavailable, fmt.Sprintf("too many event streams open on this node (%d)", maxEventStreams))
+		httpjson.Error(w, http.StatusServiceUnavailable, fmt.Sprintf("too many event streams open on this node (%d)", MaxEventStreams))
 		return
 	}
-	defer streams.Add(-1)
+	defer cancel()
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the listener's write timeout
-	recent, next, cancel := a.Engine.Subscribe(after)
-	defer cancel()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

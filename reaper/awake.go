@@ -86,11 +86,12 @@ func (w *appAwake) reset(now time.Time) {
 	w.mu.Unlock()
 }
 
-// note counts a request that moved the idle clock (its client, path and user
-// agent). Past awakeExact requests only one in awakeSampleOne, drawn at random
-// (a periodic client cannot fall between the samples), takes the lock, counted
-// for awakeSampleOne.
-func (w *appAwake) note(client netip.Addr, path, agent string) {
+// note counts a request that moved the idle clock: its client, and its path
+// and user agent, which what says (nil: none), called only for a request that
+// is counted. Past awakeExact requests only one in awakeSampleOne, drawn at
+// random (a periodic client cannot fall between the samples), takes the lock,
+// counted for awakeSampleOne.
+func (w *appAwake) note(client netip.Addr, what func() (path, agent string)) {
 	n := w.seen.Add(1)
 	weight := int64(1)
 	if n > awakeExact {
@@ -98,6 +99,10 @@ func (w *appAwake) note(client netip.Addr, path, agent string) {
 			return
 		}
 		weight = awakeSampleOne
+	}
+	var path, agent string
+	if what != nil {
+		path, agent = what()
 	}
 	addr, path, agent := client.String(), clip(path), clip(agent)
 	w.mu.Lock()

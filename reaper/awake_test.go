@@ -13,7 +13,7 @@ import (
 
 // noteRequest notes r as the reaper plugin does (Route.NoteAwake).
 func noteRequest(w *appAwake, client netip.Addr, r *http.Request) {
-	w.note(client, r.URL.Path, r.Header.Get("User-Agent"))
+	w.note(client, func() (string, string) { return r.URL.Path, r.Header.Get("User-Agent") })
 }
 
 // A flood of distinct clients never grows the counters past their bound, and

@@ -8,8 +8,9 @@ import (
 )
 
 // One path for "a record changed". Both writers of records, the leader's job
-// (Job.write, step.go) and an operator's action (AdminAPI.change,
-// adminactions.go), commit: write, tell, apply, in that order. Every node
+// (Job.write, step.go) and an operator's action (Engine.Change,
+// portoperator.go, which the admin API's actions go through), commit: write,
+// tell, apply, in that order. Every node
 // applies the records the store brings (Apply: its watch, its polls) through
 // the same hooks, in the order of beforeInstall and afterInstall. One tell
 // feeds the event stream (events.go), the history and the webhooks (notify.go).

@@ -96,7 +96,15 @@
 //     admintcp.go: the TCP routes and their connections in the API (package
 //     tcproute fills them); adminwire.go: its requests and answers on the wire, and the prefixes it
 //     is mounted on (package adminapi is its client, for the CLI and the
-//     dashboard).
+//     dashboard). They reach the engine only through its exported calls, as
+//     the plugin does (pluginport_test.go): the port's read side (Managed,
+//     Record, Held, OpenEverywhere, Awake, ETA, OpenEvents) and
+//     portoperator.go, its operators' side (Change: an operator's change of a
+//     record under the app's lock, committed; AskWakeNow; TellAction). They
+//     stay in this package: their wire types and pure views (SavingsOf,
+//     sleepRefusal) go with the records, savings.go also keeps the job's
+//     savings clock (accountSleep), and the tests that check the engine's
+//     order through the API use the package's own rigs.
 //   - events.go: the node's event stream; notify.go: the Notifier (the
 //     webhooks), both told through tell (commit.go); eventqueue.go: the
 //     webhooks' queues in the store (memstore_queue.go, valkeystore/queue.go);

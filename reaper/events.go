@@ -96,6 +96,26 @@ func (e *Engine) Subscribe(after uint64) (recent []Event, next <-chan Event, can
 	return e.events.subscribe(after)
 }
 
+// MaxEventStreams bounds the event streams open on one node (OpenEvents).
+const MaxEventStreams = 64
+
+// OpenEvents is Subscribe for a long-lived reader (the admin API's event
+// stream), one of at most MaxEventStreams open on the node: ok is false when
+// that many are. cancel ends the subscription and gives its place back; call
+// it once. It never waits.
+func (e *Engine) OpenEvents(after uint64) (recent []Event, next <-chan Event, cancel func(), ok bool) {
+	streams := &e.events.streams
+	if streams.Add(1) > MaxEventStreams {
+		streams.Add(-1)
+		return nil, nil, nil, false
+	}
+	recent, next, unsubscribe := e.events.subscribe(after)
+	return recent, next, func() {
+		unsubscribe()
+		streams.Add(-1)
+	}, true
+}
+
 // recordEvents publishes what changed from cur to rec, both records of app id:
 // its status, its hold.
 func (e *Engine) recordEvents(cur, rec *Record) {

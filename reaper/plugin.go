@@ -177,7 +177,9 @@ func (p *Plugin) admit(ex *plugin.Exchange, quiet bool) (Status, bool) {
 	}
 	ex.OnDone(end)
 	if !quiet {
-		p.route.NoteAwake(ex.ClientIP, ex.Request.URL.Path, ex.Request.Header.Get("User-Agent"))
+		p.route.NoteAwake(ex.ClientIP, func() (string, string) {
+			return ex.Request.URL.Path, ex.Request.Header.Get("User-Agent")
+		})
 	}
 	return "", true
 }

@@ -191,10 +191,12 @@ func noEnd() {}
 
 // NoteAwake counts an admitted caller that moved the idle clock in the app's
 // why-awake counters (awake.go, bounded and sampled): its client address, and
-// what it asked for and with what (path, userAgent; either may be empty). It
-// never waits.
-func (r *Route) NoteAwake(client netip.Addr, path, userAgent string) {
-	r.a.awake.note(client, path, userAgent)
+// what it asked for and with what, which what says (path, userAgent; either
+// may be empty, what may be nil). what is called only for a caller that is
+// counted: past the first few thousand since a wake, one in 16 is, and the
+// others cost no more than an atomic add. It never waits.
+func (r *Route) NoteAwake(client netip.Addr, what func() (path, userAgent string)) {
+	r.a.awake.note(client, what)
 }
 
 // Touch records traffic now (bytes flowed on an open connection): the idle
