@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/reapergw/reaper/internal/redistest"
+	"github.com/reapergw/reaper/internal/testwait"
+	"github.com/reapergw/reaper/paas/clevercloud/fakeclever"
+)
+
+// Groups in a 3-node cluster. The process driver is refused in a cluster (its
+// apps run on one machine, which the other nodes cannot see): the members are
+// apps of the fake Clever Cloud, which counts every start and stop the nodes
+// send, whichever node sends it.
+
+// groupMembers is the status of each member of the group, by app name, as node
+// n's admin API gives it (GET /api/groups/{id}); nil when it cannot be read.
+func (e *clusterEnv) groupMembers(n *clusterNode, group string) map[string]string {
+	req, _ := http.NewRequest("GET", e.adminURL(n, "/api/groups/"+group), nil)
+	req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
+	resp, err := e.admin.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Members []struct {
+			AppID  string `json:"app_id"`
+			Status string `json:"status"`
+		} `json:"members"`
+	}
+	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return nil
+	}
+	names := map[string]string{}
+	for name, id := range e.ids {
+		names[id] = name
+	}
+	out := map[string]string{}
+	for _, m := range v.Members {
+		out[names[m.AppID]] = m.Status
+	}
+	return out
+}
+
+// waitGroup waits until every node of nodes gives each of the members the
+// status want.
+func (e *clusterEnv) waitGroup(nodes []*clusterNode, group string, members []string, want string, limit time.Duration) {
+	e.t.Helper()
+	var last []string
+	if !testwait.Until(limit, func() bool {
+		last = last[:0]
+		ok := true
+		for _, n := range nodes {
+			got := e.groupMembers(n, group)
+			last = append(last, fmt.Sprintf("%s: %v", n.id, got))
+			for _, m := range members {
+				ok = ok && got[m] == want
+			}
+		}
+		return ok
+	}) {
+		e.t.Fatalf("%v not %s on every node after %v; last seen: %v", members, want, limit, last)
+	}
+}
+
+// wakeAsksBy counts the wake asks in the app's history that by made.
+func (e *clusterEnv) wakeAsksBy(n *clusterNode, name, by string) int {
+	e.t.Helper()
+	code, page := e.adminDo(n, "GET", "/api/apps/"+e.ids[name]+"/history?page_size=100", "")
+	items, _ := page["items"].([]any)
+	if code != 200 {
+		e.t.Fatalf("history of %s on %s: %d %v", name, n.id, code, page)
+	}
+	count := 0
+	for _, it := range items {
+		if m, _ := it.(map[string]any); m["kind"] == "wake_ask" && m["by"] == by {
+			count++
+		}
+	}
+	return count
+}
+
+// A group (a web app with a route, a worker without) woken by a redis_list
+// trigger, its leader killed (SIGKILL) the moment the RPUSH lands: the new
+// leader finds the work, and the group is woken once, each member started once
+// at the platform, both up on the surviving nodes, the worker's history naming
+// the trigger.
+func TestGroups_ClusterLeaderKilledAsTheTriggerFiresWakesTheGroupOnce(t *testing.T) {
+	jobs := redistest.Start(t, redistest.Options{})
+	extra := fmt.Sprintf(`groups:
+  - {id: shop, apps: ["%%ID:web%%", "%%ID:worker%%"]}
+triggers:
+  - {id: queue, wake: shop, every: 300ms, redis_list: {addr: %q, key: jobs}}
+`, jobs.Addr())
+	e := newClusterExtra(t, clusterClever(), 3, extra,
+		clusterApp{name: "web", state: fakeclever.StateShouldBeDown},
+		clusterApp{name: "worker", state: fakeclever.StateShouldBeDown, noRoute: true})
+	members := []string{"web", "worker"}
+	lead := e.waitLeader(e.nodes, 20*time.Second, "")
+	e.waitGroup(e.nodes, "shop", members, "Down", 20*time.Second)
+	old := e.node(lead.ID)
+	survivors := others(e.nodes, old)
+	// The leader is polling: the RPUSH lands between two of its looks, or in one.
+	testwait.For(t, 15*time.Second, "the leader polling", func() bool { return e.checksOf(old, "queue") >= 2 })
+
+	if _, err := jobs.Do("RPUSH", "jobs", "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	old.p.kill()
+
+	next := e.node(e.waitLeader(survivors, 20*time.Second, old.id).ID)
+	e.waitGroup(survivors, "shop", members, "Up", 40*time.Second)
+	// The job is still in the list: the new leader keeps finding work, and
+	// must not start the group again.
+	seen := e.checksOf(next, "queue")
+	testwait.For(t, 15*time.Second, "the new leader looking again", func() bool { return e.checksOf(next, "queue") >= seen+3 })
+	for _, name := range members {
+		e.checkOneStart(name)
+		if n := e.apiCalls(name, "DELETE", "/instances"); n != 0 {
+			t.Errorf("%s: %d stops at the platform, want none", name, n)
+		}
+		if st, _ := e.fake.App(e.ids[name]); st.State != fakeclever.StateShouldBeUp {
+			t.Errorf("%s at the platform: %s, want %s", name, st.State, fakeclever.StateShouldBeUp)
+		}
+		if n := e.wakeAsksBy(next, name, "trigger queue"); n < 1 {
+			t.Errorf("%s: no wake ask by the trigger in its history", name)
+		}
+	}
+	e.waitAppStatus(survivors, "web", "Up", 10*time.Second)
+	for _, n := range e.nodes {
+		if fired := logIndex(n.p, func(l map[string]any) bool { return l["msg"] == "a wake trigger found work: waking" }); fired >= 0 {
+			t.Logf("%s found the work (old leader: %s)", n.id, old.id)
+		}
+	}
+}
