@@ -138,3 +138,56 @@ triggers:
 		}
 	}
 }
+
+// A request for one member through a follower's gateway wakes the whole
+// group, each member started once; traffic on web alone keeps api up well past
+// api's own grace period (and the group's: web's, the longest); once idle, the
+// group sleeps, each member stopped once at the platform, Down on every node.
+func TestGroups_ClusterARequestOnAFollowerWakesTheGroupTheySleepTogether(t *testing.T) {
+	// Graces longer than the nodes' traffic flush (5 s): a follower's requests
+	// reach the leader that late.
+	const webGrace, apiGrace = 8 * time.Second, 4 * time.Second
+	extra := "groups:\n  - {id: shop, apps: [\"%ID:web%\", \"%ID:api%\"]}\n"
+	e := newClusterExtra(t, clusterClever(), 3, extra,
+		clusterApp{name: "web", state: fakeclever.StateShouldBeDown, grace: webGrace.String()},
+		clusterApp{name: "api", state: fakeclever.StateShouldBeDown, grace: apiGrace.String()})
+	members := []string{"web", "api"}
+	lead := e.waitLeader(e.nodes, 20*time.Second, "")
+	e.waitGroup(e.nodes, "shop", members, "Down", 20*time.Second)
+	follower := others(e.nodes, e.node(lead.ID))[0]
+
+	if r := e.get(follower, "web", nil); r.err != nil || r.code != 200 || r.appID != e.ids["web"] {
+		t.Fatalf("web through follower %s: %d %q %v", follower.id, r.code, r.body, r.err)
+	}
+	e.waitGroup(e.nodes, "shop", members, "Up", 40*time.Second)
+	for _, name := range members {
+		e.checkOneStart(name)
+	}
+
+	// Traffic on web alone, through the follower, for more than twice the
+	// group's grace period.
+	pace := time.NewTicker(300 * time.Millisecond) // a client's pace, not a wait for a condition
+	defer pace.Stop()
+	for until := time.Now().Add(2*webGrace + 4*time.Second); time.Now().Before(until); <-pace.C {
+		if r := e.get(follower, "web", nil); r.err != nil || r.code != 200 {
+			t.Fatalf("web through %s: %d %q %v", follower.id, r.code, r.body, r.err)
+		}
+		if n := e.apiCalls("api", "DELETE", "/instances"); n != 0 {
+			t.Fatalf("api stopped at the platform while web had traffic: its group must keep it up")
+		}
+	}
+	if got := e.groupMembers(follower, "shop"); got["api"] != "Up" {
+		t.Errorf("after the traffic on web, %s shows the group %v: want api Up", follower.id, got)
+	}
+
+	e.waitGroup(e.nodes, "shop", members, "Down", 60*time.Second)
+	for _, name := range members {
+		e.checkOneStart(name) // asleep, never woken again
+		if n := e.apiCalls(name, "DELETE", "/instances"); n != 1 {
+			t.Errorf("%s: %d stops at the platform, want 1", name, n)
+		}
+		if st, _ := e.fake.App(e.ids[name]); st.State != fakeclever.StateShouldBeDown {
+			t.Errorf("%s at the platform: %s, want %s", name, st.State, fakeclever.StateShouldBeDown)
+		}
+	}
+}
