@@ -86,11 +86,19 @@ func (e *clusterEnv) wakeAsksBy(n *clusterNode, name, by string) int {
 }
 
 // A group (a web app with a route, a worker without) woken by a redis_list
-// trigger, its leader killed (SIGKILL) the moment the RPUSH lands: the new
-// leader finds the work, and the group is woken once, each member started once
-// at the platform, both up on the surviving nodes, the worker's history naming
-// the trigger.
+// trigger, its leader killed (SIGKILL) around the moment the work lands: at
+// once after the RPUSH (the new leader finds the work), or as the leader logs
+// that it found the work (mid-wake: the new leader completes it). Either way
+// the group is woken once, each member started once at the platform, both up
+// on the surviving nodes, each member's history naming the trigger.
 func TestGroups_ClusterLeaderKilledAsTheTriggerFiresWakesTheGroupOnce(t *testing.T) {
+	t.Run("at the RPUSH", func(t *testing.T) { leaderKilledAsTheTriggerFires(t, false) })
+	t.Run("as the leader finds the work", func(t *testing.T) { leaderKilledAsTheTriggerFires(t, true) })
+}
+
+const triggerFired = "a wake trigger found work: waking"
+
+func leaderKilledAsTheTriggerFires(t *testing.T, afterFire bool) {
 	jobs := redistest.Start(t, redistest.Options{})
 	extra := fmt.Sprintf(`groups:
   - {id: shop, apps: ["%%ID:web%%", "%%ID:worker%%"]}
@@ -111,7 +119,11 @@ triggers:
 	if _, err := jobs.Do("RPUSH", "jobs", "job-1"); err != nil {
 		t.Fatal(err)
 	}
+	if afterFire {
+		old.p.waitLog(func(l map[string]any) bool { return l["msg"] == triggerFired }, 15*time.Second)
+	}
 	old.p.kill()
+	t.Logf("%s killed; starts at the platform by then: web %d, worker %d", old.id, e.fake.Starts(e.ids["web"]), e.fake.Starts(e.ids["worker"]))
 
 	next := e.node(e.waitLeader(survivors, 20*time.Second, old.id).ID)
 	e.waitGroup(survivors, "shop", members, "Up", 40*time.Second)
@@ -133,7 +145,7 @@ triggers:
 	}
 	e.waitAppStatus(survivors, "web", "Up", 10*time.Second)
 	for _, n := range e.nodes {
-		if fired := logIndex(n.p, func(l map[string]any) bool { return l["msg"] == "a wake trigger found work: waking" }); fired >= 0 {
+		if fired := logIndex(n.p, func(l map[string]any) bool { return l["msg"] == triggerFired }); fired >= 0 {
 			t.Logf("%s found the work (old leader: %s)", n.id, old.id)
 		}
 	}
