@@ -181,10 +181,6 @@ func (a *app) observation() paas.Observation {
 	if a.dep != nil {
 		d := *a.dep
 		obs.Deployment = &d
-		if d.State == paas.DeploymentFail && a.v.replicas > 0 && a.ours {
-			// The failed wake is being scaled back to 0: down already.
-			obs.State = paas.StateShouldBeDown
-		}
 	}
 	if a.exit != nil {
 		e := *a.exit

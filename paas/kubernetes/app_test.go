@@ -43,7 +43,8 @@ func TestApp_SetView(t *testing.T) {
 		t.Fatalf("our wake taken for an outside one: %+v %+v", c, a.dep)
 	}
 	c = a.setView(&view{replicas: 2, generation: 4, observed: 4, failed: "timed out"}, now)
-	if !c.failed || a.dep.State != paas.DeploymentFail || a.observation().State != paas.StateShouldBeDown {
+	// Starting, its deployment failed, until the scale back to 0 is seen.
+	if !c.failed || a.dep.State != paas.DeploymentFail || a.observation().State != paas.StateWantsToBeUp {
 		t.Fatalf("failed wake: %+v %+v %s", c, a.dep, a.observation().State)
 	}
 	// Scaled back by us: no Exit from outside.
