@@ -60,6 +60,7 @@ var parts = []struct {
 	{"leaderkill", "H", runLeaderKill, errNoRedis},
 	{"churn", "I", runChurn, errNoRedis},
 	{"tcp", "T", runTCP, errNoPostgres},
+	{"kube", "K", runKube, errNoKube},
 }
 
 // options are the command line of the bench.

@@ -17,8 +17,8 @@
 //
 // A workload scaled up or down by someone else (kubectl scale, a GitOps sync)
 // is observed as the docker driver observes a container started or stopped by
-// hand: up, it is WANTS_TO_BE_UP until ready; down, its last Exit says so and
-// the next request wakes it.
+// hand: up, it is WANTS_TO_BE_UP until ready; down, it is asleep and the
+// next request wakes it (no paas.Exit: a deliberate scale is not a crash).
 //
 // Apps are declared in the file (paas.kubernetes.apps[]) or discovered from the
 // annotations of the workloads that opt in (reaper.enable: "true",
