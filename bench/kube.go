@@ -73,7 +73,7 @@ func runKube(ctx context.Context, e *env) ([]verdict, error) {
 		e.progressf("K: round %d/%d", r+1, rounds)
 		d, err := kubeWake(ctx, c, node.gateway, apps)
 		if err != nil {
-			return nil, fmt.Errorf("K: round %d: %w", r+1, err)
+			return nil, fmt.Errorf("part K, round %d: %w", r+1, err)
 		}
 		got = append(got, d)
 	}
@@ -130,7 +130,7 @@ func kubeReaper(ctx context.Context, e *env, s *kubetest.Server) (*reaperNode, e
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("K: the demo app does not listen on %s", addr)
+			return nil, fmt.Errorf("part K: the demo app does not listen on %s", addr)
 		}
 		clusterenv.SleepCtx(ctx, 10*time.Millisecond)
 	}

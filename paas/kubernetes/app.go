@@ -78,7 +78,6 @@ type app struct {
 	awake     int32 // the last spec.replicas ≥ 1 seen
 	opMu      sync.Mutex
 	ours      bool      // the WIP deployment is a wake of ours
-	scaling   bool      // a Start or a Stop of ours is between its read and its write
 	probed    bool      // the ready probe passed for the current wake
 	probing   bool      // a ready probe loop runs
 	bootAt    time.Time // when our wake began
