@@ -63,6 +63,7 @@ var parts = []struct {
 	{"tcp", "T", runTCP, errNoPostgres},
 	{"notify", "W", runNotify, errNoPostgres},
 	{"auth", "J", runAuth, errNoCaddy},
+	{"kube", "K", runKube, errNoKube},
 }
 
 // options are the command line of the bench.

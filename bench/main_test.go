@@ -8,7 +8,7 @@ import (
 
 func TestParseOptions(t *testing.T) {
 	o, err := parseOptions(nil, io.Discard)
-	if err != nil || o.quick || len(o.sections) != 10 || !o.sections["notify"] || !o.sections["auth"] || !o.sections["churn"] || !o.sections["tcp"] || !o.sections["python"] || !o.sections["cluster"] || !o.sections["leaderkill"] || o.profile != "" || o.seed != 0 {
+	if err != nil || o.quick || len(o.sections) != 11 || !o.sections["notify"] || !o.sections["kube"] || !o.sections["auth"] || !o.sections["churn"] || !o.sections["tcp"] || !o.sections["python"] || !o.sections["cluster"] || !o.sections["leaderkill"] || o.profile != "" || o.seed != 0 {
 		t.Fatalf("defaults = %+v, %v", o, err)
 	}
 	o, err = parseOptions([]string{"-quick", "-only", "wake, held", "-profile", "/tmp/p", "-seed", "42"}, io.Discard)

@@ -123,3 +123,26 @@ routes:
 		t.Errorf("paas.kubernetes with driver docker: %v", err)
 	}
 }
+
+// TestParse_KubernetesInAList: kubernetes is one of a list of drivers, and
+// its section is read beside the process driver's apps.
+func TestParse_KubernetesInAList(t *testing.T) {
+	src := `
+paas:
+  driver: [process, kubernetes]
+  apps: [{id: api, command: ["./bin/api"], ready: {tcp: "127.0.0.1:3001"}}]
+  kubernetes: {namespaces: [shop], apps: [{id: web}]}
+routes:
+  - id: web
+    frontend: {domains: [web.localhost]}
+    backend: {targets: ["http://127.0.0.1:3002"]}
+    plugins: [{plugin: reaper, config: {app_id: web}}]
+`
+	c, err := Parse([]byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.PaaS.Driver.Has(DriverKubernetes) || c.PaaS.Kubernetes == nil || c.PaaS.Kubernetes.Apps[0].ID != "web" {
+		t.Errorf("parsed %+v", c.PaaS)
+	}
+}

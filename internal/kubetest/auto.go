@@ -89,7 +89,7 @@ func (s *Server) AutoReady(t testing.TB, ns string, failing ...string) {
 			if w.observed >= w.generation {
 				return
 			}
-			st = fmt.Sprintf(`"observedGeneration":%d,"replicas":%d,"readyReplicas":0,"conditions":[{"type":"Progressing","status":"False","reason":"ProgressDeadlineExceeded","message":"ReplicaSet %q has timed out progressing."}]`,
+			st = fmt.Sprintf(`"observedGeneration":%d,"replicas":%d,"readyReplicas":0,"conditions":[{"type":"Progressing","status":"False","reason":"ProgressDeadlineExceeded","message":"ReplicaSet %s has timed out progressing."}]`,
 				w.generation, w.spec, w.name)
 		}
 		patch := []byte(`{"status":{` + st + `}}`)

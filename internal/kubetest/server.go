@@ -254,3 +254,9 @@ func tail(path string) string {
 	}
 	return string(b)
 }
+
+// WriteKubeconfig writes a kubeconfig file for the user at path, for a
+// program that runs a control plane outside a test (the bench).
+func (s *Server) WriteKubeconfig(path, user string) error {
+	return os.WriteFile(path, []byte(s.kubeconfig(user)), 0o600)
+}

@@ -75,11 +75,9 @@ type app struct {
 	v         *view     // nil: not found (yet, or deleted)
 	deletedAt time.Time // when the informer saw it deleted
 	dep       *paas.Deployment
-	exit      *paas.Exit
 	awake     int32 // the last spec.replicas ≥ 1 seen
 	opMu      sync.Mutex
 	ours      bool      // the WIP deployment is a wake of ours
-	scaling   bool      // a Start or a Stop of ours is between its read and its write
 	probed    bool      // the ready probe passed for the current wake
 	probing   bool      // a ready probe loop runs
 	bootAt    time.Time // when our wake began
@@ -151,9 +149,11 @@ func (a *app) setView(nv *view, now time.Time) (c change) {
 		a.ours, a.probed = false, false
 		a.dep = &paas.Deployment{State: paas.DeploymentWIP, Action: "DEPLOY", At: now}
 	case nv.replicas == 0 && wasUp && !sleepingOurs:
+		// Deliberate (kubectl scale, a GitOps sync), not a crash: no
+		// paas.Exit, which reaper would count as a failed boot soon after a
+		// wake. Pods that crash are Kubernetes' to restart.
 		c.outsideDown = true
 		status := fmt.Sprintf("%s scaled from %d to 0 by someone else", a.ref, old.replicas)
-		a.exit = &paas.Exit{At: now, Status: status}
 		if a.dep != nil && a.dep.State == paas.DeploymentWIP {
 			a.dep = &paas.Deployment{State: paas.DeploymentFail, Action: "DEPLOY", At: a.dep.At, Cause: status + " before it was ready"}
 		}
@@ -181,14 +181,6 @@ func (a *app) observation() paas.Observation {
 	if a.dep != nil {
 		d := *a.dep
 		obs.Deployment = &d
-		if d.State == paas.DeploymentFail && a.v.replicas > 0 && a.ours {
-			// The failed wake is being scaled back to 0: down already.
-			obs.State = paas.StateShouldBeDown
-		}
-	}
-	if a.exit != nil {
-		e := *a.exit
-		obs.Exit = &e
 	}
 	return obs
 }

@@ -31,10 +31,11 @@ func TestApp_SetView(t *testing.T) {
 	if !c.ready || a.state() != paas.StateShouldBeUp || a.dep.State != paas.DeploymentOK || a.awake != 2 {
 		t.Fatalf("ready: %+v %s %+v awake %d", c, a.state(), a.dep, a.awake)
 	}
-	// Scaled to 0 by someone else: an Exit, the deployment still OK.
+	// Scaled to 0 by someone else: no Exit (not a crash), the deployment
+	// still OK, so the next request wakes it.
 	c = a.setView(&view{replicas: 0, generation: 3, observed: 2}, now.Add(time.Minute))
-	if !c.outsideDown || a.exit == nil || a.dep.State != paas.DeploymentOK || a.awake != 2 {
-		t.Fatalf("outside down: %+v exit %+v dep %+v awake %d", c, a.exit, a.dep, a.awake)
+	if !c.outsideDown || a.dep.State != paas.DeploymentOK || a.awake != 2 {
+		t.Fatalf("outside down: %+v dep %+v awake %d", c, a.dep, a.awake)
 	}
 	// A wake of ours is not "from outside"; a progress deadline fails it.
 	a.ours, a.dep = true, &paas.Deployment{State: paas.DeploymentWIP, Action: "DEPLOY", At: now}
@@ -43,13 +44,13 @@ func TestApp_SetView(t *testing.T) {
 		t.Fatalf("our wake taken for an outside one: %+v %+v", c, a.dep)
 	}
 	c = a.setView(&view{replicas: 2, generation: 4, observed: 4, failed: "timed out"}, now)
-	if !c.failed || a.dep.State != paas.DeploymentFail || a.observation().State != paas.StateShouldBeDown {
+	// Starting, its deployment failed, until the scale back to 0 is seen.
+	if !c.failed || a.dep.State != paas.DeploymentFail || a.observation().State != paas.StateWantsToBeUp {
 		t.Fatalf("failed wake: %+v %+v %s", c, a.dep, a.observation().State)
 	}
-	// Scaled back by us: no Exit from outside.
-	a.exit = nil
+	// Scaled back by us: not from outside.
 	c = a.setView(&view{replicas: 0, generation: 5, observed: 4}, now)
-	if c.outsideDown || a.exit != nil {
+	if c.outsideDown {
 		t.Fatalf("our scale-back taken for an outside stop: %+v", c)
 	}
 	if c = a.setView(nil, now); !c.deleted || a.missing() == nil {

@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -13,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	autoscalingclient "k8s.io/client-go/kubernetes/typed/autoscaling/v2"
 
+	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/internal/kubetest"
 	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas"
+	"github.com/reapergw/reaper/paas/probe"
 )
 
 const waitFor = 30 * time.Second
@@ -237,4 +240,36 @@ func TestDriver_HPAIsWarnedOf(t *testing.T) {
 	if e.logs.Lines("HorizontalPodAutoscaler with minReplicas", e.ns+"/web") != 1 {
 		t.Errorf("no warning of the HPA; logs:\n%s", e.logs.String())
 	}
+}
+
+// TestDriver_ReadyProbeMustPassToo: an app with a ready probe is up only once
+// the probe passes, after its workload counts a ready replica.
+func TestDriver_ReadyProbeMustPassToo(t *testing.T) {
+	e := newEnv(t)
+	e.s.Deployment(t, e.ns, "web", 0, nil)
+	e.s.AutoReady(t, e.ns)
+	addr := freeport.Addr(t)
+	d := e.driver(Config{Apps: []AppConfig{{ID: "web", Ready: &probe.Config{TCP: addr}}}}, kubetest.AdminUser)
+	if err := d.Start(t.Context(), paas.App{ID: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, waitFor, "the driver seeing a ready replica", func() bool {
+		a, err := d.lookup("web")
+		if err != nil {
+			return false
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.v != nil && a.v.readyNow()
+	})
+	// Ready replica, but nothing listens where the probe looks: not up.
+	if obs := observe(t, d, "web"); obs.State != paas.StateWantsToBeUp {
+		t.Fatalf("ready replica, probe failing: %s, want WANTS_TO_BE_UP", obs.State)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	waitState(t, d, "web", paas.StateShouldBeUp)
 }

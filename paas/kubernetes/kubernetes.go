@@ -11,14 +11,14 @@
 //     WANTS_TO_BE_UP, deployment WIP DEPLOY;
 //   - status.readyReplicas ≥ 1 of the current generation (and the app's ready
 //     probe passes, when it has one): SHOULD_BE_UP, deployment OK DEPLOY;
-//   - a wake of ours whose Deployment reports ProgressDeadlineExceeded: scaled
-//     back to 0, SHOULD_BE_DOWN, deployment FAIL DEPLOY with the apiserver's
-//     message.
+//   - a wake of ours whose Deployment reports ProgressDeadlineExceeded:
+//     deployment FAIL DEPLOY with the apiserver's message, WANTS_TO_BE_UP
+//     until the driver has scaled it back to 0, then SHOULD_BE_DOWN.
 //
 // A workload scaled up or down by someone else (kubectl scale, a GitOps sync)
 // is observed as the docker driver observes a container started or stopped by
-// hand: up, it is WANTS_TO_BE_UP until ready; down, its last Exit says so and
-// the next request wakes it.
+// hand: up, it is WANTS_TO_BE_UP until ready; down, it is asleep and the
+// next request wakes it (no paas.Exit: a deliberate scale is not a crash).
 //
 // Apps are declared in the file (paas.kubernetes.apps[]) or discovered from the
 // annotations of the workloads that opt in (reaper.enable: "true",
