@@ -81,7 +81,11 @@ func TestGroups_ARequestWakesTheGroupAndTheyAllSleepTogether(t *testing.T) {
 	if code != 200 || ans.Name != "web" {
 		t.Fatalf("web: %d %+v", code, ans)
 	}
-	testwait.For(t, 15*time.Second, "the worker woken with its group", func() bool { return logIndex(p, statusChanged("worker", "Up")) >= 0 })
+	// Every member's Up line, web's too: reaper's log is read from a pipe,
+	// and may lag behind web's answer.
+	testwait.For(t, 15*time.Second, "the group up, the worker woken with it", func() bool {
+		return logIndex(p, statusChanged("worker", "Up")) >= 0 && logIndex(p, statusChanged("web", "Up")) >= 0 && logIndex(p, statusChanged("api", "Up")) >= 0
+	})
 	for _, id := range []string{"web", "api", "worker"} {
 		if n := starts(p, id); n != 1 {
 			t.Errorf("%s started %d times, want once", id, n)
