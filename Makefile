@@ -100,7 +100,7 @@ caddy:
 # $(KUBE_BINS) by scripts/kube-bins.sh, only those missing. Cold, the build
 # takes about 1000 CPU-seconds; then it is cached.
 KUBE_VERSION := v1.37.2
-KUBE_BINS := $(or $(REAPER_KUBE_BINS),$(HOME)/.cache/reaper/kubernetes/$(KUBE_VERSION))
+KUBE_BINS := $(or $(REAPER_KUBE_BINS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/reaper/kubernetes/$(KUBE_VERSION))
 kube:
 	REAPER_KUBE_VERSION=$(KUBE_VERSION) REAPER_KUBE_BINS=$(KUBE_BINS) ./scripts/kube-bins.sh
 

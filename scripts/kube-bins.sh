@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kube-bins.sh: build kube-apiserver, etcd and kube-controller-manager from the Go
 # module proxy, for the Kubernetes driver's tests (internal/kubetest), into
-# ${REAPER_KUBE_BINS:-$HOME/.cache/reaper/kubernetes/v1.37.2}. A binary already
+# ${REAPER_KUBE_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/reaper/kubernetes/v1.37.2}. A binary already
 # there is kept: a second run costs nothing. No container image, registry or
 # download bucket is used.
 #
@@ -18,7 +18,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 KV=${REAPER_KUBE_VERSION:-v1.37.2}
-OUT=${REAPER_KUBE_BINS:-$HOME/.cache/reaper/kubernetes/$KV}
+OUT=${REAPER_KUBE_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/reaper/kubernetes/$KV}
 TARGETS=${*:-kube-apiserver etcd kube-controller-manager}
 
 missing=()

@@ -19,9 +19,9 @@ func TestCluster_ThreeNodesDriveOneWorkloadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := clusterenv.New(bins.reaper, "kube-e2e-admin-token", sc.cl, nodes)
+	c := clusterenv.New(bins.reaper, adminToken, sc.cl, nodes)
 	err = c.WriteConfigs(clusterenv.Params{
-		RedisAddr: redis.Addr(), Secret: clusterenv.SecretToken("kube-e2e-secret-"), AdminToken: "kube-e2e-admin-token",
+		RedisAddr: redis.Addr(), Secret: clusterenv.SecretToken("kube-e2e-secret-"), AdminToken: adminToken,
 		Job: &clusterenv.JobConfig{JobInterval: "1s", FastInterval: "200ms"}, Routes: sc.routes(),
 	}, func(_ *clusterenv.Node, cfg *clusterenv.Config) { cfg.PaaS = sc.paas() })
 	if err != nil {

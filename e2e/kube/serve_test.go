@@ -31,7 +31,11 @@ type scene struct {
 	ns      string
 	cl      *clusterenv.Cleanups
 	backend string // host:port of the demo app
+	admin   string // host:port of the admin listener of serve's reaper
 }
+
+// adminToken is the reapers' admin token.
+const adminToken = "kube-e2e-admin-token"
 
 // newScene makes a namespace where the reaper user has exactly the shipped
 // Role's rights, a Deployment "web" at 0 annotated for discovery, and the
@@ -157,9 +161,29 @@ func (sc *scene) wakeAndAnswer(answers <-chan answer, n int, want int32) {
 func TestServe_WakesASleepingDeploymentOnRequest(t *testing.T) {
 	sc := newScene(t, map[string]string{"reaper.replicas": "2", "reaper.grace_period": "3s"})
 	ups := sc.s.CountScaleUps(t, sc.ns)
+	p, gateway := sc.serve()
+	sc.wakeAndAnswer(get(gateway, 30), 30, 2)
+	if n := ups("web"); n != 1 {
+		t.Errorf("30 concurrent requests: %d scale-ups, want 1", n)
+	}
+	testwait.For(t, waitFor, "the Deployment scaled to 0 after its grace period", func() bool {
+		spec, _ := sc.replicas()
+		return spec == 0
+	})
+	if t.Failed() {
+		t.Logf("reaper's log:\n%s", p.Log.Tail(80))
+	}
+}
+
+// serve starts one reaper (memory store) with the scene's route, and returns
+// it and its gateway's address.
+func (sc *scene) serve() (*clusterenv.Process, string) {
+	t := sc.t
+	t.Helper()
 	dir := t.TempDir()
+	sc.admin = freeport.Addr(t)
 	path, err := clusterenv.WriteConfig(dir, clusterenv.Config{
-		Node:   clusterenv.NodeConfig{ID: "solo", Listen: "127.0.0.1:0", AdminListen: freeport.Addr(t), AdminToken: "kube-e2e-admin-token", ShutdownTimeout: "2s"},
+		Node:   clusterenv.NodeConfig{ID: "solo", Listen: "127.0.0.1:0", AdminListen: sc.admin, AdminToken: adminToken, ShutdownTimeout: "2s"},
 		Reaper: &clusterenv.JobConfig{JobInterval: "1s", FastInterval: "200ms"},
 		PaaS:   sc.paas(),
 		Routes: sc.routes(),
@@ -178,15 +202,42 @@ func TestServe_WakesASleepingDeploymentOnRequest(t *testing.T) {
 	if _, err := p.WaitMsg(t.Context(), "reaper started", waitFor); err != nil {
 		t.Fatal(err)
 	}
-	sc.wakeAndAnswer(get(gw.Addr, 30), 30, 2)
-	if n := ups("web"); n != 1 {
-		t.Errorf("30 concurrent requests: %d scale-ups, want 1", n)
+	return p, gw.Addr
+}
+
+// TestServe_DeletedDeploymentIsError: a Deployment deleted by hand puts its
+// app in Error, with a cause that says it may have been deleted, and a log
+// line that names it.
+func TestServe_DeletedDeploymentIsError(t *testing.T) {
+	sc := newScene(t, nil)
+	p, gateway := sc.serve()
+	c := clusterenv.NewClient(10 * time.Second)
+	defer c.CloseIdleConnections()
+	if err := clusterenv.WaitStatus(t.Context(), c, gateway, "web.localhost", "Down", waitFor); err != nil {
+		t.Fatal(err)
 	}
-	testwait.For(t, waitFor, "the Deployment scaled to 0 after its grace period", func() bool {
-		spec, _ := sc.replicas()
-		return spec == 0
-	})
-	if t.Failed() {
-		t.Logf("reaper's log:\n%s", p.Log.Tail(80))
+	if err := sc.s.Admin(t).Apps.Deployments(sc.ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := clusterenv.WaitStatus(t.Context(), c, gateway, "web.localhost", "Error", waitFor); err != nil {
+		t.Fatalf("%v\nreaper's log:\n%s", err, p.Log.Tail(40))
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://"+sc.admin+"/api/apps/web", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// The record's cause is reaper's word for paas.ErrNotFound; the log names
+	// the workload.
+	if !strings.Contains(string(body), `"cause": "the platform does not know this app (deleted`) {
+		t.Errorf("the admin API's view of an app whose Deployment was deleted: %s, want a cause that says so", body)
+	}
+	if _, err := p.Log.WaitFor(t.Context(), waitFor, func(l string) bool {
+		return strings.Contains(l, "workload deleted") && strings.Contains(l, "Deployment "+sc.ns+"/web")
+	}); err != nil {
+		t.Errorf("no log line names the deleted Deployment (%v):\n%s", err, p.Log.Tail(30))
 	}
 }
