@@ -14,11 +14,23 @@
 #
 # Cold, the build takes ~1000 CPU-seconds (9 min on two idle cores), a 2.4 GB
 # peak RSS, and ~3.5 GB of build cache; warm, seconds.
-# Usage: scripts/kube-bins.sh [targets...]   (default: kube-apiserver etcd kube-controller-manager)
+#
+# A build holds a lock ($OUT/.lock) until it is done, so that two runs never
+# build at once, and so that `--wait` (make test's, before the Kubernetes
+# packages) waits for a build under way — .ci/run starts one in the background
+# before everything else — and never builds anything itself.
+# Usage: scripts/kube-bins.sh [--wait | targets...]   (default: kube-apiserver etcd kube-controller-manager)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 KV=${REAPER_KUBE_VERSION:-v1.37.2}
 OUT=${REAPER_KUBE_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/reaper/kubernetes/$KV}
+mkdir -p "$OUT"
+exec 9>"$OUT/.lock"
+if [ "${1:-}" = --wait ]; then
+  flock 9 # a build under way ends first
+  exit 0
+fi
+flock 9
 TARGETS=${*:-kube-apiserver etcd kube-controller-manager}
 
 missing=()
