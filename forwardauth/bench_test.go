@@ -126,9 +126,23 @@ func (w *nullWriter) Write(b []byte) (int, error) {
 }
 
 // The same over loopback HTTP, as a proxy asks: net/http's server and client
-// both run in this process, so ns/op is their cost together.
+// both run in this process, so ns/op is their cost together;
+// BenchmarkAuth_BareOverHTTP is the floor to read it against.
 func BenchmarkAuth_AwakeAppOverHTTP(b *testing.B) {
-	s := awakeServer(b)
+	benchOverHTTP(b, awakeServer(b))
+}
+
+// The floor of BenchmarkAuth_AwakeAppOverHTTP: the same client and server
+// asking a handler that answers the go-ahead and does nothing else (bench's
+// bareproxy --allow), so the difference is reaper's work.
+func BenchmarkAuth_BareOverHTTP(b *testing.B) {
+	benchOverHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header()[plugin.HeaderAccessAllowed] = []string{"allow"}
+		w.WriteHeader(http.StatusOK)
+	}))
+}
+
+func benchOverHTTP(b *testing.B, s http.Handler) {
 	srv := httptest.NewServer(s)
 	b.Cleanup(srv.Close)
 	client := srv.Client()

@@ -168,14 +168,16 @@ func (s *Server) isTrusted(remote string) bool {
 // refusal into a 401 whose answer is stored for nginx to fetch; Envoy gets
 // every refusal as a status it relays (envoy.go).
 func (s *Server) auth(w http.ResponseWriter, r *http.Request, m mode) {
-	ctx := newHoldContext(r.Context(), s.holdMax)
+	c := &authCall{}
+	c.ctx.init(r.Context(), s.holdMax)
+	ctx, rec := &c.ctx, &c.rec
 	defer ctx.release()
 	orig, err := original(ctx, r, m == modeEnvoy)
 	if err != nil {
 		http.Error(w, "bad forwarded request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	rec := newRecorder(w, m == modeRelay)
+	rec.init(w, m == modeRelay)
 	if s.run(rec, orig) {
 		// The hold reached auth_hold_max (or the proxy left): the app still
 		// wakes; the client is told to come back, as the unavailable answer does.
@@ -197,6 +199,13 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request, m mode) {
 		w.Header().Set(HeaderAnswer, pathAnswer+id)
 		w.WriteHeader(http.StatusUnauthorized)
 	}
+}
+
+// authCall is what one auth call needs besides the request: one allocation,
+// not one each.
+type authCall struct {
+	ctx holdContext
+	rec recorder
 }
 
 // run runs the access gateway on orig; aborted reports that it gave no answer

@@ -28,7 +28,14 @@ type holdContext struct {
 }
 
 func newHoldContext(parent context.Context, d time.Duration) *holdContext {
-	return &holdContext{Context: parent, deadline: time.Now().Add(d)}
+	c := &holdContext{}
+	c.init(parent, d)
+	return c
+}
+
+// init readies a zero holdContext (one embedded in a larger value).
+func (c *holdContext) init(parent context.Context, d time.Duration) {
+	c.Context, c.deadline = parent, time.Now().Add(d)
 }
 
 func (c *holdContext) Deadline() (time.Time, bool) {

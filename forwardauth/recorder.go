@@ -36,13 +36,18 @@ type recorder struct {
 }
 
 func newRecorder(w http.ResponseWriter, pass bool) *recorder {
-	r := &recorder{w: w, pass: pass}
+	r := &recorder{}
+	r.init(w, pass)
+	return r
+}
+
+func (r *recorder) init(w http.ResponseWriter, pass bool) {
+	r.w, r.pass = w, pass
 	if pass {
 		r.header = w.Header()
 	} else {
 		r.header = http.Header{}
 	}
-	return r
 }
 
 func (r *recorder) Header() http.Header { return r.header }
