@@ -140,6 +140,9 @@ func TestDriver_DeletedWorkloadIsNotFound(t *testing.T) {
 	if !errors.Is(err, paas.ErrNotFound) || !strings.Contains(err.Error(), "Deployment "+e.ns+"/web was deleted at") {
 		t.Errorf("Observe of a deleted workload: %v, want paas.ErrNotFound saying it was deleted", err)
 	}
+	if c := paas.CauseOf(err); !strings.HasPrefix(c, "Deployment "+e.ns+"/web was deleted at ") {
+		t.Errorf("the cause of the app's Error: %q, want the Deployment named as deleted", c)
+	}
 	if err := d.Start(t.Context(), paas.App{ID: "web"}); !errors.Is(err, paas.ErrNotFound) {
 		t.Errorf("Start of a deleted workload: %v, want paas.ErrNotFound", err)
 	}
