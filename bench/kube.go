@@ -29,8 +29,9 @@ import (
 // has scaled it up, then writes its status as ready (as the controllers
 // would once a Pod is ready) and times from that write to the held request's
 // answer: the watch's delivery, reaper's release and the proxying. The demo
-// app stands in for the workload's Service. Part E's "port open → held
-// request answered" is the same figure for the process driver.
+// app stands in for the workload's Service. The Docker driver's figure of the
+// same step is printed beside it (kubedocker.go); part E's "port open → held
+// request answered" is the process driver's.
 
 const (
 	kubeRounds     = 10
@@ -51,6 +52,28 @@ func runKube(ctx context.Context, e *env) ([]verdict, error) {
 	if e.opts.quick {
 		rounds = 3
 	}
+	got, err := kubeRun(ctx, e, bins, rounds)
+	if err != nil {
+		return nil, err
+	}
+	m := median(got)
+	vs := []verdict{{"K", "Kubernetes: Deployment ready → held request answered, median", millis(m), "≤ " + millis(targetKubeWake), m <= targetKubeWake, roundsText(got)}}
+	dock, err := runKubeDocker(ctx, e, rounds)
+	switch {
+	case errors.Is(err, errNoDocker):
+		e.progressf("K: %v: the Docker driver's figure is left out", err)
+	case err != nil:
+		return nil, err
+	default:
+		vs = append(vs, verdict{"K", "Docker: container healthy → held request answered, median (beside the above)", millis(median(dock)), "none (comparison)", true, roundsText(dock)})
+	}
+	printKube(e.out, got, dock, err)
+	return vs, nil
+}
+
+// kubeRun measures the Kubernetes driver's rounds; the control plane and
+// reaper are stopped before it returns.
+func kubeRun(ctx context.Context, e *env, bins string, rounds int) ([]time.Duration, error) {
 	e.progressf("K: starting etcd and kube-apiserver")
 	s, err := kubetest.Start(bins, kubetest.Options{})
 	if err != nil {
@@ -77,9 +100,7 @@ func runKube(ctx context.Context, e *env) ([]verdict, error) {
 		}
 		got = append(got, d)
 	}
-	m := median(got)
-	printKube(e.out, got, m)
-	return []verdict{{"K", "Kubernetes: Deployment ready → held request answered, median", millis(m), "≤ " + millis(targetKubeWake), m <= targetKubeWake, roundsText(got)}}, nil
+	return got, nil
 }
 
 // kubeScene makes the namespace and the Deployment at 0, opted in by
@@ -113,27 +134,11 @@ func kubeScene(ctx context.Context, s *kubetest.Server) (appsclient.DeploymentIn
 // kubeReaper starts the demo app (the Service's stand-in) and reaper with the
 // Kubernetes driver.
 func kubeReaper(ctx context.Context, e *env, s *kubetest.Server) (*reaperNode, error) {
-	addr, err := freeAddr()
+	addr, err := startDemo(ctx, e, "kube")
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(e.tmp, "kube-app")
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, err
-	}
-	if _, err := clusterenv.StartProcess(e.clean, "demoapp (K)", []string{e.demoBin, "--listen", addr, "--name", "kube"}, os.Environ(), filepath.Join(dir, "demoapp.log")); err != nil {
-		return nil, err
-	}
-	for deadline := time.Now().Add(clusterenv.StartTimeout); ; {
-		if conn, err := net.Dial("tcp", addr); err == nil {
-			conn.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("part K: the demo app does not listen on %s", addr)
-		}
-		clusterenv.SleepCtx(ctx, 10*time.Millisecond)
-	}
 	kc := filepath.Join(dir, "kubeconfig")
 	if err := s.WriteKubeconfig(kc, kubetest.AdminUser); err != nil {
 		return nil, err
@@ -195,10 +200,46 @@ func kubeWake(ctx context.Context, c *http.Client, gateway string, deps appsclie
 	return r.a.ReceivedAt.Sub(t0), nil
 }
 
-func printKube(w io.Writer, got []time.Duration, m time.Duration) {
-	fmt.Fprintf(w, "\nK. Kubernetes driver, %d wakes of a Deployment (real kube-apiserver; its ready status written by the bench):\n", len(got))
-	fmt.Fprintf(w, "   from the write of the ready status (sent) to the held request's answer: median %s (target ≤ %s; part E gives the process driver's port open → answered)\n", millis(m), millis(targetKubeWake))
-	fmt.Fprintf(w, "   rounds: %s\n", roundsText(got))
+// startDemo starts a demo app on loopback (the stand-in for a workload's
+// Service, or for a container's published port) and returns its address once
+// it listens.
+func startDemo(ctx context.Context, e *env, name string) (string, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(e.tmp, name+"-app")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	if _, err := clusterenv.StartProcess(e.clean, "demoapp ("+name+")", []string{e.demoBin, "--listen", addr, "--name", name}, os.Environ(), filepath.Join(dir, "demoapp.log")); err != nil {
+		return "", err
+	}
+	for deadline := time.Now().Add(clusterenv.StartTimeout); ; {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			return addr, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("part K: the demo app does not listen on %s", addr)
+		}
+		clusterenv.SleepCtx(ctx, 10*time.Millisecond)
+	}
+}
+
+// printKube prints both drivers' figures side by side; dockErr says why the
+// Docker one is missing.
+func printKube(w io.Writer, got, dock []time.Duration, dockErr error) {
+	fmt.Fprintf(w, "\nK. The platform reports the app ready → the held request answered, %d wakes per driver (the answer from a demo app on loopback for both):\n", len(got))
+	fmt.Fprintf(w, "   Kubernetes (real kube-apiserver; the Deployment's ready status written by the bench, timed from the write sent): median %s (target ≤ %s)\n", millis(median(got)), millis(targetKubeWake))
+	fmt.Fprintf(w, "      rounds: %s\n", roundsText(got))
+	if dockErr != nil {
+		fmt.Fprintf(w, "   Docker: not measured: %v\n", dockErr)
+	} else {
+		fmt.Fprintf(w, "   Docker (real engine; the container's HEALTHCHECK, timed from the end of its first passing check, the engine's record): median %s\n", millis(median(dock)))
+		fmt.Fprintf(w, "      rounds: %s\n", roundsText(dock))
+		fmt.Fprintf(w, "   Kubernetes / Docker: %s (part E gives the process driver's port open → answered)\n", ratio(float64(median(got))/float64(median(dock))))
+	}
 }
 
 // roundsText lists the figure of each round.

@@ -14,6 +14,7 @@
 //	I. leader churn: elections under CPU load, Raft timeouts of before and of now side by side
 //	T. wake on TCP: a cold Postgres's first answer, a spliced connection's throughput, idle connections' memory
 //	J. forward-auth through Caddy: reaper's CPU per auth call, Caddy alone against Caddy asking reaper
+//	K. the Kubernetes driver's wake: Deployment ready → held request answered, beside the Docker driver's
 //
 // Run it from the repository root: `make bench` (which builds bin/reaper and
 // bin/demoapp first) or `go run ./bench`. The exit status is 0 when every target

@@ -181,6 +181,31 @@ var (
 	ErrStartFailed = errors.New("paas: app could not be started")
 )
 
+// CauseError carries, beside the error of a call, the driver's own sentence for
+// what happened to the app, in the platform's words and without the call that
+// found it ("Deployment shop/web was deleted at …"). When the error puts the
+// app in Error, reaper shows Cause as the reason instead of its generic one for
+// the error's kind. Err is what errors.Is sees (paas.ErrNotFound, …).
+type CauseError struct {
+	Cause string
+	Err   error
+}
+
+func (e *CauseError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *CauseError) Unwrap() error { return e.Err }
+
+// CauseOf returns the Cause of the first CauseError in err's chain; "" when
+// there is none.
+func CauseOf(err error) string {
+	var c *CauseError
+	if errors.As(err, &c) {
+		return c.Cause
+	}
+	return ""
+}
+
 // RateLimitError is a rate-limit answer; RetryAfter is zero when the platform did not
 // say how long to wait.
 type RateLimitError struct {

@@ -118,13 +118,19 @@ func withheld(rec, next Record) Record {
 }
 
 // afterObserveError is the record of an app whose observation failed with err:
-// an app the platform does not know goes to Error (an operator must look). Any
-// other failure changes nothing (the next tick tries again): changed is false.
+// an app the platform does not know goes to Error (an operator must look), with
+// the driver's own words as the cause when it has some (paas.CauseOf: the
+// workload deleted, by name). Any other failure changes nothing (the next tick
+// tries again): changed is false.
 func afterObserveError(rec Record, err error, now time.Time) (next Record, changed bool) {
 	if !errors.Is(err, paas.ErrNotFound) || rec.Status == StatusError {
 		return rec, false
 	}
-	return toError(rec, "the platform does not know this app (deleted, or not visible to reaper's credential)", now), true
+	cause := "the platform does not know this app (deleted, or not visible to reaper's credential)"
+	if c := paas.CauseOf(err); c != "" {
+		cause = c
+	}
+	return toError(rec, cause, now), true
 }
 
 // toError moves r to Error for cause, as looked at now.

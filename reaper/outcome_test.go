@@ -129,7 +129,8 @@ func TestAfterObserveError(t *testing.T) {
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	for _, st := range Statuses {
 		rec := Record{AppID: "a", Status: st}
-		for _, err := range []error{paas.ErrNotFound, fmt.Errorf("clevercloud: %w", paas.ErrNotFound), paas.ErrRateLimited, errors.New("timeout")} {
+		gone := &paas.CauseError{Cause: "Deployment shop/web was deleted", Err: fmt.Errorf("kubernetes: %w", paas.ErrNotFound)}
+		for _, err := range []error{paas.ErrNotFound, fmt.Errorf("clevercloud: %w", paas.ErrNotFound), fmt.Errorf("observe: %w", gone), paas.ErrRateLimited, errors.New("timeout")} {
 			got, changed := afterObserveError(rec, err, now)
 			wantChange := errors.Is(err, paas.ErrNotFound) && st != StatusError
 			if changed != wantChange {
@@ -144,6 +145,9 @@ func TestAfterObserveError(t *testing.T) {
 			}
 			if got.Status != StatusError || got.ErrorCause == "" || !got.LastStatusUpdate.Equal(now) {
 				t.Errorf("%s, %v: %s %q at %v; want Error with a cause, now", st, err, got.Status, got.ErrorCause, got.LastStatusUpdate)
+			}
+			if own := errors.Is(err, gone); own != (got.ErrorCause == gone.Cause) {
+				t.Errorf("%s, %v: cause %q; the driver's own cause %q is used only when the error carries it", st, err, got.ErrorCause, gone.Cause)
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reapergw/reaper/internal/freeport"
 )
 
 // runCheck runs `reaper check` on a file holding src.
@@ -77,5 +79,22 @@ func TestCheck_UnquotedWildcardSaysToQuoteIt(t *testing.T) {
 	code, _, stderr := runCheck(t, "routes:\n  - id: web\n    frontend: {domains: [*.example.com]}\n")
 	if code != 1 || !strings.Contains(stderr, `line 3: `) || !strings.Contains(stderr, `write it in quotes, "*.example.com"`) {
 		t.Errorf("check: exit %d\n%s", code, stderr)
+	}
+}
+
+// With the kubernetes driver, check asks the cluster for HPAs that would undo
+// a sleep; a cluster nothing answers for is a warning, and the check passes.
+// (The HPAs themselves: paas/kubernetes's TestCheckHPAs, on a real apiserver.)
+func TestCheck_KubernetesClusterUnreachableWarns(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	addr := freeport.Addr(t)
+	src := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://" + addr + "\"}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+	if err := os.WriteFile(kc, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCheck(t, "node: {data_dir: "+dir+"}\npaas: {driver: kubernetes, kubernetes: {kubeconfig: "+kc+", namespaces: [shop]}}\n"+oneRoute)
+	if code != 0 || !strings.Contains(stdout, ": ok (") || !strings.Contains(stdout, "warning: paas.kubernetes: the HPA check is incomplete: ") || !strings.Contains(stdout, addr) {
+		t.Errorf("exit %d\n%s%s\nwant exit 0, ok, and a warning naming %s", code, stdout, stderr, addr)
 	}
 }

@@ -244,5 +244,6 @@ func checkCmd(args []string, env func(string) (string, bool), stdout, stderr io.
 			fmt.Fprintln(stdout, "  "+l)
 		}
 	}
+	checkKube(cfg, env, stdout)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -452,4 +453,25 @@ func inPeers(cfg *config.Config) bool {
 		}
 	}
 	return false
+}
+
+// checkKube asks the cluster of the kubernetes driver, when the file uses it,
+// for HorizontalPodAutoscalers that would undo a sleep. It only warns: a
+// cluster that cannot be reached from here (or refuses the list) leaves the
+// file's check as it was, after a few seconds at most.
+func checkKube(cfg *config.Config, env func(string) (string, bool), stdout io.Writer) {
+	if !cfg.PaaS.Driver.Has(config.DriverKubernetes) {
+		return
+	}
+	var kc kubernetes.Config
+	if cfg.PaaS.Kubernetes != nil {
+		kc = *cfg.PaaS.Kubernetes
+	}
+	ws := kubernetes.CheckHPAs(context.Background(), kubernetes.Options{Config: kc, Lookup: env, UserAgent: "reaper/" + version})
+	for _, w := range ws {
+		fmt.Fprintln(stdout, "warning: paas.kubernetes: "+w)
+	}
+	if len(ws) == 0 {
+		fmt.Fprintln(stdout, "note: paas.kubernetes: the cluster was asked: no HorizontalPodAutoscaler with minReplicas ≥ 1 targets an app's workload")
+	}
 }

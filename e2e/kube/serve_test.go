@@ -206,8 +206,8 @@ func (sc *scene) serve() (*clusterenv.Process, string) {
 }
 
 // TestServe_DeletedDeploymentIsError: a Deployment deleted by hand puts its
-// app in Error, with a cause that says it may have been deleted, and a log
-// line that names it.
+// app in Error, with a cause that names it as deleted, and a log line that
+// names it.
 func TestServe_DeletedDeploymentIsError(t *testing.T) {
 	sc := newScene(t, nil)
 	p, gateway := sc.serve()
@@ -230,10 +230,10 @@ func TestServe_DeletedDeploymentIsError(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	// The record's cause is reaper's word for paas.ErrNotFound; the log names
-	// the workload.
-	if !strings.Contains(string(body), `"cause": "the platform does not know this app (deleted`) {
-		t.Errorf("the admin API's view of an app whose Deployment was deleted: %s, want a cause that says so", body)
+	// The record's cause is the driver's: it names the workload; so does the
+	// log.
+	if !strings.Contains(string(body), `"cause": "Deployment `+sc.ns+`/web was deleted at `) {
+		t.Errorf("the admin API's view of an app whose Deployment was deleted: %s, want a cause naming the Deployment", body)
 	}
 	if _, err := p.Log.WaitFor(t.Context(), waitFor, func(l string) bool {
 		return strings.Contains(l, "workload deleted") && strings.Contains(l, "Deployment "+sc.ns+"/web")

@@ -81,6 +81,21 @@ type PaaSConfig struct {
 	Apps        []AppConfig   `yaml:"apps,omitempty"`
 	CleverCloud *CleverConfig `yaml:"clevercloud,omitempty"`
 	Kubernetes  *KubeConfig   `yaml:"kubernetes,omitempty"`
+	Docker      *DockerConfig `yaml:"docker,omitempty"`
+}
+
+// DockerConfig is paas.docker (the default engine, apps declared in the file,
+// no discovery from labels).
+type DockerConfig struct {
+	Labels bool              `yaml:"labels"`
+	Apps   []DockerAppConfig `yaml:"apps"`
+}
+
+// DockerAppConfig is one of paas.docker.apps (ready once running and healthy:
+// no ready key).
+type DockerAppConfig struct {
+	ID        string `yaml:"id"`
+	Container string `yaml:"container"`
 }
 
 // KubeConfig is paas.kubernetes (a kubeconfig file, the watched namespaces).

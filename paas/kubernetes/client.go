@@ -90,6 +90,11 @@ func (c *client) watch(ctx context.Context, kind, ns string, opts metav1.ListOpt
 	return r.Watch(ctx)
 }
 
+// get reads one workload into out (a Deployment or a StatefulSet).
+func (c *client) get(ctx context.Context, r ref, out runtime.Object) error {
+	return c.apps.Get().Namespace(r.namespace).Resource(resource(r.kind)).Name(r.name).Do(ctx).Into(out)
+}
+
 // getScale reads a workload's scale subresource.
 func (c *client) getScale(ctx context.Context, r ref) (*autoscalingv1.Scale, error) {
 	out := &autoscalingv1.Scale{}

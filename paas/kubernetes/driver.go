@@ -171,12 +171,14 @@ func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, erro
 	return a.observation(), nil
 }
 
-// missing says why the app's workload is not there; a.mu must be held.
+// missing says why the app's workload is not there, with the workload named
+// as the cause of the app's Error (paas.CauseError); a.mu must be held.
 func (a *app) missing() error {
+	cause := fmt.Sprintf("%s not found (it does not exist, or is not visible to reaper's credential)", a.ref)
 	if !a.deletedAt.IsZero() {
-		return fmt.Errorf("kubernetes: app %s: %s was deleted at %s: %w", a.id, a.ref, a.deletedAt.UTC().Format(time.RFC3339), paas.ErrNotFound)
+		cause = fmt.Sprintf("%s was deleted at %s", a.ref, a.deletedAt.UTC().Format(time.RFC3339))
 	}
-	return fmt.Errorf("kubernetes: app %s: %s not found: %w", a.id, a.ref, paas.ErrNotFound)
+	return &paas.CauseError{Cause: cause, Err: fmt.Errorf("kubernetes: app %s: %s: %w", a.id, cause, paas.ErrNotFound)}
 }
 
 // Watch registers changed, called with an app's id each time its observation

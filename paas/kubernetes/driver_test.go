@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -137,6 +139,9 @@ func TestDriver_DeletedWorkloadIsNotFound(t *testing.T) {
 	})
 	if !errors.Is(err, paas.ErrNotFound) || !strings.Contains(err.Error(), "Deployment "+e.ns+"/web was deleted at") {
 		t.Errorf("Observe of a deleted workload: %v, want paas.ErrNotFound saying it was deleted", err)
+	}
+	if c := paas.CauseOf(err); !strings.HasPrefix(c, "Deployment "+e.ns+"/web was deleted at ") {
+		t.Errorf("the cause of the app's Error: %q, want the Deployment named as deleted", c)
 	}
 	if err := d.Start(t.Context(), paas.App{ID: "web"}); !errors.Is(err, paas.ErrNotFound) {
 		t.Errorf("Start of a deleted workload: %v, want paas.ErrNotFound", err)
@@ -272,4 +277,64 @@ func TestDriver_ReadyProbeMustPassToo(t *testing.T) {
 	}
 	defer ln.Close()
 	waitState(t, d, "web", paas.StateShouldBeUp)
+}
+
+// TestCheckHPAs: reaper check's look at the cluster names the HPAs with
+// minReplicas ≥ 1 on an app's workload (declared, or opted in by annotation),
+// not those on other workloads, and says as a warning, not an error, when it
+// may not list HPAs or cannot reach the cluster.
+func TestCheckHPAs(t *testing.T) {
+	e := newEnv(t)
+	e.s.Deployment(t, e.ns, "web", 0, nil)
+	e.s.StatefulSet(t, e.ns, "db", 0, map[string]string{AnnotationEnable: "true", AnnotationAppID: "pg"})
+	e.s.Deployment(t, e.ns, "other", 1, nil)
+	hpas, err := autoscalingclient.NewForConfig(e.s.Config(kubetest.AdminUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := int32(1)
+	for _, tg := range []struct{ kind, name string }{{"Deployment", "web"}, {"StatefulSet", "db"}, {"Deployment", "other"}} {
+		h := &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: tg.name + "-hpa"},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 3,
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: tg.kind, Name: tg.name}},
+		}
+		if tg.name == "web" {
+			h.Spec.MinReplicas = &one
+		}
+		if _, err := hpas.HorizontalPodAutoscalers(e.ns).Create(t.Context(), h, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := Config{Kubeconfig: e.s.Kubeconfig(t, kubetest.AdminUser), Namespaces: []string{e.ns}, Apps: []AppConfig{{ID: "web"}}}
+	got := CheckHPAs(t.Context(), Options{Config: cfg})
+	if len(got) != 2 || !strings.Contains(got[0]+got[1], "app web: the HorizontalPodAutoscaler "+e.ns+"/web-hpa (minReplicas 1) targets its workload Deployment "+e.ns+"/web") ||
+		!strings.Contains(got[0]+got[1], "app pg: the HorizontalPodAutoscaler "+e.ns+"/db-hpa") {
+		t.Errorf("CheckHPAs = %q, want the warnings of web and pg only", got)
+	}
+
+	t.Run("Forbidden", func(t *testing.T) {
+		r := shippedRole(t)
+		r.Rules = without(r.Rules, "horizontalpodautoscalers")
+		e.s.Bind(t, e.ns, kubetest.ReaperUser, r)
+		c := cfg
+		c.Kubeconfig = e.s.Kubeconfig(t, kubetest.ReaperUser)
+		got := CheckHPAs(t.Context(), Options{Config: c})
+		if len(got) != 1 || !strings.Contains(got[0], "the HPA check is incomplete") || !strings.Contains(got[0], "403 Forbidden") || !strings.Contains(got[0], "an optional right") {
+			t.Errorf("CheckHPAs without the HPA rule = %q, want one line naming the 403 and the optional right", got)
+		}
+	})
+	t.Run("Unreachable", func(t *testing.T) {
+		c := cfg
+		c.Kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+		addr := freeport.Addr(t)
+		kc := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://" + addr + "\"}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+		if err := os.WriteFile(c.Kubeconfig, []byte(kc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got := CheckHPAs(t.Context(), Options{Config: c})
+		if len(got) != 1 || !strings.Contains(got[0], "the HPA check is incomplete") || !strings.Contains(got[0], addr) {
+			t.Errorf("CheckHPAs of a cluster nothing answers for = %q, want one line naming the address", got)
+		}
+	})
 }
