@@ -3,6 +3,7 @@ package config
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/reaper"
@@ -16,6 +17,13 @@ type Group struct {
 	ID string `yaml:"id"`
 	// Apps are the members: each an app a driver owns, in one group at most.
 	Apps []string `yaml:"apps"`
+	// MustBeUpAt are keep-up windows of the whole group (the reaper plugin's
+	// must_be_up_at), in Timezone (default reaper.DefaultTimezone): every
+	// member has them, besides its routes' own.
+	MustBeUpAt []reaper.RangeConfig `yaml:"must_be_up_at"`
+	Timezone   string               `yaml:"timezone"`
+
+	mustBeUp []reaper.Range
 }
 
 // maxGroupApps bounds a group's members.
@@ -35,6 +43,7 @@ func (g *Group) Validate(path string, errs *conf.Errors) {
 	case len(g.Apps) > maxGroupApps:
 		errs.Add(conf.Key(path, "apps"), "has %d apps: at most %d", len(g.Apps), maxGroupApps)
 	}
+	g.validateWindows(path, errs)
 	seen := map[string]int{}
 	for i, id := range g.Apps {
 		p := conf.Index(conf.Key(path, "apps"), i)
@@ -47,6 +56,33 @@ func (g *Group) Validate(path string, errs *conf.Errors) {
 			continue
 		}
 		seen[id] = i
+	}
+}
+
+// validateWindows reads must_be_up_at in the group's time zone.
+func (g *Group) validateWindows(path string, errs *conf.Errors) {
+	tz := g.Timezone
+	if tz == "" {
+		tz = reaper.DefaultTimezone
+	}
+	if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
+		errs.Add(conf.Key(path, "timezone"), "%s is not a known time zone (use an IANA name such as Europe/Paris)", strconv.Quote(g.Timezone))
+		tz = ""
+	}
+	g.mustBeUp = g.mustBeUp[:0]
+	for i, rc := range g.MustBeUpAt {
+		at := conf.Index(conf.Key(path, "must_be_up_at"), i)
+		r, rerrs := reaper.ParseRangeAll(rc.Days, rc.Start, rc.End, tz)
+		for _, e := range rerrs {
+			field := conf.Key(at, e.Field)
+			if e.Field == "days" {
+				field = conf.Index(field, e.Index)
+			}
+			errs.Add(field, "%s", e.Error())
+		}
+		if len(rerrs) == 0 {
+			g.mustBeUp = append(g.mustBeUp, r)
+		}
 	}
 }
 
@@ -102,7 +138,7 @@ func (c *Config) checkGroups(managed map[string]bool, errs *conf.Errors) {
 func (c *Config) ReaperGroups() []reaper.Group {
 	out := make([]reaper.Group, 0, len(c.Groups))
 	for _, g := range c.Groups {
-		out = append(out, reaper.Group{ID: g.ID, Apps: append([]string(nil), g.Apps...)})
+		out = append(out, reaper.Group{ID: g.ID, Apps: append([]string(nil), g.Apps...), MustBeUp: append([]reaper.Range(nil), g.mustBeUp...)})
 	}
 	return out
 }

@@ -95,3 +95,29 @@ func TestParse_DependsOn(t *testing.T) {
 		}
 	}
 }
+
+func TestParse_GroupKeepUpWindows(t *testing.T) {
+	cfg, err := Parse([]byte(groupsBase+`
+groups:
+  - id: shop
+    apps: [web, api]
+    must_be_up_at: [{days: [MON, TUE], start: "08:00", end: "18:00"}]
+    timezone: Europe/London
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := cfg.ReaperGroups()[0]
+	if len(g.MustBeUp) != 1 || g.MustBeUp[0].Location.String() != "Europe/London" {
+		t.Fatalf("windows = %+v", g.MustBeUp)
+	}
+	_, err = Parse([]byte(groupsBase+`
+groups:
+  - {id: shop, apps: [web], must_be_up_at: [{days: [MON], start: "25:00", end: "18:00"}], timezone: Mars/Olympus}
+`), env(nil))
+	for _, want := range []string{"groups[0].must_be_up_at[0].start", "groups[0].timezone"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+}

@@ -49,9 +49,12 @@ func (d *Dashboard) appAction(w http.ResponseWriter, r *http.Request, s session)
 		return
 	}
 	back := "/apps/" + url.PathEscape(id)
+	if form.Get("back") == "/" { // a group's action, from the apps page (only "/": no open redirect)
+		back = "/"
+	}
 	if form.Get("confirm") != "yes" {
 		d.confirm(w, r, s, confirmView{Question: q, Detail: detail, Action: r.URL.Path, Back: back,
-			Fields: keep(form, "force", "duration", "reason"), Danger: action == "sleep" || action == "reset"})
+			Fields: keep(form, "force", "duration", "reason", "back"), Danger: action == "sleep" || action == "reset"})
 		return
 	}
 	msg, err := d.doAction(r.Context(), action, id, form, who(s))
@@ -82,12 +85,21 @@ func askFor(action, id string, form url.Values) (question, detail string, ok boo
 // doAction calls the admin API for the action and says what happened.
 func (d *Dashboard) doAction(ctx context.Context, action, id string, form url.Values, by string) (string, error) {
 	req := reaper.ActionRequest{By: by}
+	var raw []byte // a group's id is answered member by member (groups.go)
+	ctx = adminapi.WithRaw(ctx, &raw)
+	isGroup := func() bool { return isGroupAnswer(raw) }
 	switch action {
 	case "wake":
 		res, err := d.api.Wake(ctx, id, req)
+		if isGroup() { // a group's id: the answer is each member's
+			return "Wake asked for every app of " + id + ".", err
+		}
 		return "Wake asked for " + id + " (it was " + string(res.Status) + ").", err
 	case "sleep":
 		res, err := d.api.Sleep(ctx, id, form.Get("force") != "", req)
+		if isGroup() {
+			return "The apps of " + id + " go to sleep, in the reverse order.", err
+		}
 		if res.Open > 0 {
 			return fmt.Sprintf("%s goes to sleep once %d open requests or connections end.", id, res.Open), err
 		}
@@ -95,12 +107,18 @@ func (d *Dashboard) doAction(ctx context.Context, action, id string, form url.Va
 	case "hold":
 		req.Duration, req.Reason = strings.TrimSpace(form.Get("duration")), strings.TrimSpace(form.Get("reason"))
 		res, err := d.api.Hold(ctx, id, req)
+		if err == nil && isGroup() {
+			return "Every app of " + id + " is held awake for " + req.Duration + ".", nil
+		}
 		if err != nil || res.Hold == nil {
 			return "", err
 		}
 		return id + " is held awake until " + stamp(res.Hold.Until) + ".", nil
 	case "release":
 		res, err := d.api.Release(ctx, id, req)
+		if err == nil && isGroup() {
+			return "The holds on the apps of " + id + " are released.", err
+		}
 		if !res.Released {
 			return id + " had no active hold.", err
 		}

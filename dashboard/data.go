@@ -68,6 +68,8 @@ type indexData struct {
 	Cluster      *leader.Status // nil on a single node
 	ClusterErr   string
 	Savings      savings
+	Groups       []groupRow // groups.go
+	GroupsErr    string
 	Triggers     []trigger.View // the wake triggers; none: no panel
 	TriggersErr  string
 }
@@ -94,6 +96,8 @@ func (d *Dashboard) loadIndex(ctx context.Context) indexData {
 	})
 	wg.Go(func() { v.Cluster, v.ClusterErr = d.cluster(ctx) })
 	wg.Go(func() { v.Savings = d.savingsOf(ctx, "") })
+	var groups []reaper.GroupView
+	wg.Go(func() { groups, v.GroupsErr = d.loadGroups(ctx) })
 	wg.Go(func() { v.Triggers, v.TriggersErr = d.triggers(ctx) })
 	if d.opts.HeldElsewhere != nil {
 		wg.Go(func() { held = d.opts.HeldElsewhere(ctx) })
@@ -102,6 +106,7 @@ func (d *Dashboard) loadIndex(ctx context.Context) indexData {
 	for _, a := range apps {
 		v.Apps = append(v.Apps, d.row(a, held))
 	}
+	v.Groups = groupRows(groups, v.Apps)
 	return v
 }
 

@@ -34,6 +34,9 @@ type clusterApp struct {
 	grace, failTimeout string
 	// handler answers for the app while it runs; nil: the fake's JSON answer.
 	handler http.Handler
+	// noRoute: the app has no route (a worker that its group or a trigger
+	// wakes); extra must name it, as a group member.
+	noRoute bool
 }
 
 // clusterNode is one reaper of the cluster, with the addresses its peers know.
@@ -227,6 +230,9 @@ cluster:
 routes:
 `, e.fake.BridgeURL(), e.token, fakeclever.DefaultOrganisation)
 	for _, a := range e.apps {
+		if a.noRoute {
+			continue
+		}
 		def := func(v, d string) string {
 			if v == "" {
 				return d

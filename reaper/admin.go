@@ -121,6 +121,9 @@ type AppView struct {
 	// Held is how many requests wait for the app on this node now.
 	Held    int  `json:"held"`
 	Managed bool `json:"managed"`
+	// Group is the id of the app's group (groups[]); its reap_at is then the
+	// group's: the app sleeps with it (admingroups.go).
+	Group string `json:"group,omitempty"`
 	// Hold is the operator's keep-warm hold while it is active.
 	Hold *KeepWarm `json:"hold"`
 	// SleepAsked is an operator's "sleep now" still pending.
@@ -233,6 +236,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		v.TCPRoutes = tcp[appID]
 		out = append(out, v)
 	}
+	a.withGroups(out, access, inFlight)
 	return out, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -16,39 +15,8 @@ import (
 
 // Groups in the admin API: their views (GET /api/groups, /api/groups/{id}), and
 // the operators' actions on a group id (wake, sleep, hold, release: the app
-// routes take a group's id and act on each member), and Engine.Wake, the one
-// call that wakes an app or a group by id.
-
-// ErrUnknownID is a wake of an id that is neither a managed app nor a group.
-var ErrUnknownID = errors.New("reaper: no app or group has this id")
-
-// Wake asks for a wake of the app or of every member of the group whose id is
-// id, as an operator's wake does: told to the history (by, cause), never
-// coalesced away, stored, then passed to the job (the leader's, in a cluster).
-// It returns the apps asked, in start order for a group. It does not wait for
-// the wake. ErrUnknownID: id names no managed app and no group.
-func (e *Engine) Wake(ctx context.Context, id, by, cause string) ([]string, error) {
-	apps := []string{id}
-	if g, ok := e.Group(id); ok {
-		apps = e.StartOrder(g)
-	} else if !e.isManaged(id) {
-		return nil, ErrUnknownID
-	}
-	now := time.Now()
-	for _, app := range apps {
-		a := e.app(app)
-		if a == nil {
-			continue
-		}
-		rec, _ := e.Record(app)
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
-		// In the history before the ask: the job must not take it for a visit.
-		e.tellAction(tctx, Transition{AppID: app, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: operatorName(by), Cause: cause}, rec.Name)
-		cancel()
-		e.asks.askNow(a, now)
-	}
-	return apps, nil
-}
+// routes take a group's id and act on each member). Engine.WakeFor
+// (wakefor.go) is the one call that wakes an app or a group by id.
 
 // GroupView is a group as the admin API shows it.
 type GroupView struct {
@@ -98,13 +66,16 @@ func (a *AdminAPI) groupRoutes(mux *http.ServeMux) {
 
 func (a *AdminAPI) listGroups(w http.ResponseWriter, r *http.Request) {
 	out := []GroupView{}
-	for _, g := range a.Engine.Groups() {
-		v, err := a.groupView(r.Context(), g)
+	groups := a.Engine.Groups()
+	if len(groups) > 0 {
+		views, err := a.views(r.Context(), "") // once for every group
 		if err != nil {
 			httpjson.Error(w, http.StatusServiceUnavailable, "the store cannot be read: "+err.Error())
 			return
 		}
-		out = append(out, v)
+		for _, g := range groups {
+			out = append(out, a.groupViewOf(g, views))
+		}
 	}
 	httpjson.Write(w, http.StatusOK, out)
 }
@@ -124,40 +95,83 @@ func (a *AdminAPI) getGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 // groupView builds a group's view: its members' views, and what DecideGroup
-// says of them now (with the traffic as this node knows it).
+// says of them now (groupViewOf).
 func (a *AdminAPI) groupView(ctx context.Context, g Group) (GroupView, error) {
 	views, err := a.views(ctx, "")
 	if err != nil {
 		return GroupView{}, err
 	}
+	return a.groupViewOf(g, views), nil
+}
+
+// groupViewOf builds a group's view from the views of the apps.
+func (a *AdminAPI) groupViewOf(g Group, views []AppView) GroupView {
 	order := a.Engine.StartOrder(g)
-	policies := map[string]Policy{}
-	for _, m := range a.Engine.Managed() {
-		policies[m.App.ID] = m.Policy
-	}
-	open, _ := a.Engine.OpenEverywhere(ctx)
-	members := map[string]Member{}
 	v := GroupView{GroupID: g.ID, Apps: order}
 	for _, id := range order {
 		i := slices.IndexFunc(views, func(v AppView) bool { return v.AppID == id })
 		if i < 0 {
-			v.Members = append(v.Members, AppView{AppID: id, Status: StatusWaitingForInit, Routes: []string{}, Managed: true})
+			v.Members = append(v.Members, AppView{AppID: id, Status: StatusWaitingForInit, Routes: []string{}, Managed: true, Group: g.ID})
 			continue
 		}
 		v.Members = append(v.Members, views[i])
-		if rec, ok := a.Engine.Record(id); ok {
-			in := Input{Busy: open[id] > 0}
-			if la := views[i].LastAccess; la != nil {
-				in.LastAccess = *la
-			}
-			members[id] = Member{Rec: rec, In: in, Policy: policies[id]}
-		}
 	}
-	st := DecideGroup(order, members, time.Now())
+	st := a.groupState(g, func(id string) (time.Time, int) {
+		for _, m := range v.Members {
+			if m.AppID == id && m.LastAccess != nil {
+				return *m.LastAccess, m.InFlight
+			}
+		}
+		return time.Time{}, 0
+	}, time.Now())
 	v.InUse, v.Why, v.NextToSleep, v.SleepAt = st.InUse, st.Why, st.NextToSleep, ptime(st.SleepAt)
 	v.GracePeriod = st.Grace.String()
 	v.Status = groupStatus(v.Members)
-	return v, nil
+	return v
+}
+
+// groupState is DecideGroup over the group's members as this node knows
+// them, with their traffic as traffic gives it (last access, open requests).
+func (a *AdminAPI) groupState(g Group, traffic func(id string) (time.Time, int), now time.Time) GroupState {
+	policies := map[string]Policy{}
+	for _, m := range a.Engine.Managed() {
+		policies[m.App.ID] = m.Policy
+	}
+	members := map[string]Member{}
+	for _, id := range g.Apps {
+		if rec, ok := a.Engine.Record(id); ok {
+			la, open := traffic(id)
+			members[id] = Member{Rec: rec, In: Input{LastAccess: la, Busy: open > 0}, Policy: policies[id]}
+		}
+	}
+	return DecideGroup(a.Engine.StartOrder(g), members, now)
+}
+
+// withGroups names each member's group in its view, and gives an awake
+// member its group's time to sleep as its reap_at: it sleeps with the group.
+func (a *AdminAPI) withGroups(views []AppView, access map[string]time.Time, open map[string]int) {
+	now := time.Now()
+	for _, g := range a.Engine.Groups() {
+		var st *GroupState
+		for i := range views {
+			v := &views[i]
+			if !slices.Contains(g.Apps, v.AppID) {
+				continue
+			}
+			v.Group = g.ID
+			if v.Status != StatusUp {
+				continue
+			}
+			if st == nil {
+				s := a.groupState(g, func(id string) (time.Time, int) {
+					la, _ := a.Engine.LocalTraffic(id)
+					return latest(la, access[id]), open[id]
+				}, now)
+				st = &s
+			}
+			v.ReapAt = ptime(st.SleepAt)
+		}
+	}
 }
 
 func groupStatus(members []AppView) string {

@@ -326,7 +326,10 @@ func TestCluster_StoreDownAwakeAppsServedSleepingHoldsBounded(t *testing.T) {
 		if err != nil || a != nil {
 			t.Fatalf("request %d for the awake app with the store down: answer %+v, err %v; want it let through", i, a, err)
 		}
-		if d := time.Since(begin); d > 100*time.Millisecond {
+		// Far above a loaded machine's scheduling delays (372 ms seen at a
+		// load average of 36), far below a wait on the store's dial and
+		// command timeouts (seconds).
+		if d := time.Since(begin); d > 2*time.Second {
 			t.Fatalf("request %d for the awake app took %v with the store down: the hot path waits on the store", i, d)
 		}
 	}

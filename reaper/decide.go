@@ -489,6 +489,8 @@ func wakeCause(rec Record, in Input, now time.Time, p Policy) string {
 		return CausePrewake
 	case in.Group.Wake:
 		return CauseGroupAwake
+	case in.Group.Needed:
+		return CauseNeeded
 	}
 	return ""
 }

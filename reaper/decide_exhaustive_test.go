@@ -149,6 +149,20 @@ func dtCheck(rec Record, in Input, p Policy, now time.Time, out Record, act Acti
 	if !out.LastCheckAt.Equal(now) || out.PlatformState != state {
 		fail("LastCheckAt %v / PlatformState %q not set", out.LastCheckAt, out.PlatformState)
 	}
+	// What a group says (group.go): never stopped while its group keeps it
+	// (unless an operator asked) or before its turn (unless an operator forced
+	// the stop of an app stuck), never started from asleep before its
+	// dependencies are up.
+	forced := rec.SleepAsk.stopsStuck(rec) || (rec.Status == StatusWaitingForShutdown && rec.SleepAsk.stuckStop(rec))
+	if act == ActionStop && !forced && in.Group.Keep && !rec.SleepAsk.Pending(rec) {
+		fail("stopped while its group is in use")
+	}
+	if act == ActionStop && !forced && in.Group.StopAfter != "" {
+		fail("stopped before %s, which must sleep first", in.Group.StopAfter)
+	}
+	if act == ActionStart && in.Group.StartAfter != "" && rec.Status != StatusWaitingForUp {
+		fail("started from %s before its dependency %s is up", rec.Status, in.Group.StartAfter)
+	}
 	changed := out.Status != rec.Status
 	if changed && !out.LastStatusUpdate.Equal(now) {
 		fail("status changed but LastStatusUpdate = %v", out.LastStatusUpdate)
@@ -230,8 +244,8 @@ func dtCheck(rec Record, in Input, p Policy, now time.Time, out Record, act Acti
 			if !out.ActionAt.Equal(rec.ActionAt) {
 				fail("a start sent again moved ActionAt")
 			}
-		case !in.WakeAsked && !p.KeepUp(now):
-			fail("start with no wake asked and no keep-up range")
+		case !in.WakeAsked && !p.KeepUp(now) && !in.Group.Wake && !in.Group.Needed:
+			fail("start with no wake asked, no keep-up range, and no group or dependent awake")
 		case !out.ActionAt.Equal(now):
 			fail("start with ActionAt %v, want now", out.ActionAt)
 		}

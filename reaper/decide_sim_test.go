@@ -244,6 +244,16 @@ func dtSimulate(seed uint64, steps int, stats dtStats) string {
 			Busy:        held || inFlight || !connUntil.IsZero(),
 			WakeAsked:   asked,
 		}
+		// What a group and depends_on say (group.go), now and then.
+		if n := rng.IntN(100); n < 30 {
+			in.Group = GroupInput{Keep: n < 8, Wake: n >= 8 && n < 12, Needed: n >= 12 && n < 16}
+			if n >= 16 && n < 23 {
+				in.Group.StopAfter = "worker"
+			}
+			if n >= 23 {
+				in.Group.StartAfter = "api"
+			}
+		}
 		// The job reads the deployment only when needed, or always (half the runs).
 		if seed%2 == 0 || NeedsDeployment(rec, in.Observation.State, in, now, p) {
 			if pl.dep != nil {
@@ -253,9 +263,9 @@ func dtSimulate(seed uint64, steps int, stats dtStats) string {
 		}
 
 		out, act := Decide(rec, in, now, p)
-		line := fmt.Sprintf("step %d %s +%s platform[%s] busy=%v wake=%v access=-%s keepup=%v | %s → %s %q act=%q",
+		line := fmt.Sprintf("step %d %s +%s platform[%s] busy=%v wake=%v access=-%s keepup=%v group=%+v | %s → %s %q act=%q",
 			step, now.Format("2006-01-02 15:04:05"), dt, pl, in.Busy, in.WakeAsked, now.Sub(lastAccess).Round(time.Second),
-			p.KeepUp(now), rec.Status, out.Status, out.Cause, act)
+			p.KeepUp(now), in.Group, rec.Status, out.Status, out.Cause, act)
 		if event != "" {
 			line += " (outside: " + event + ")"
 		}

@@ -18,7 +18,9 @@
 //     operator.go: what an operator asks beyond the idle clock (keep warm, sleep
 //     now) as the record keeps it; schedule.go: keep-up windows; hint.go: an
 //     app's own policy (a container's label) against its routes'; boots.go:
-//     failed boots, their back-off and the crash loop that ends in Error.
+//     failed boots, their back-off and the crash loop that ends in Error;
+//     group.go: groups and depends_on (DecideGroup: whether a group is in
+//     use, when it sleeps, which member stops next; StartOrder).
 //
 // The leader's job:
 //
@@ -30,6 +32,11 @@
 //     busyprobe.go (the job's side: the GETs in the background): a busy
 //     worker is not put to sleep.
 //   - savings.go: the time, money and GiB-hours an app spent asleep.
+//   - jobgroup.go: the job's side of groups and depends_on (a wake ask
+//     stored for the whole wake set, each step told what its group says, the
+//     apps a change concerns looked at at once); topology.go: the groups and
+//     dependencies the engine knows (SetTopology), group members managed
+//     without a route.
 //
 // A request's path, on every node:
 //
@@ -82,7 +89,9 @@
 //   - admin.go: the admin API of apps and settings; adminactions.go: the
 //     operators' actions on an app (wake, sleep now, hold awake, release,
 //     reset); wakefor.go: the same wake asked by a wake trigger (package
-//     trigger), named in the history; adminreap.go: the reference's _reap; adminwatch.go: the
+//     trigger), named in the history; admingroups.go: groups in the admin
+//     API (their views, the actions on a group's id); adminreap.go: the
+//     reference's _reap; adminwatch.go: the
 //     API's views over time (why awake, recent wakes, the event stream);
 //     admintcp.go: the TCP routes and their connections in the API (package
 //     tcproute fills them); adminwire.go: its requests and answers on the wire, and the prefixes it

@@ -15,6 +15,9 @@ type Group struct {
 	ID string
 	// Apps are the members, as configured.
 	Apps []string
+	// MustBeUp are the group's own keep-up windows: every member has them
+	// in its policy, besides its routes' (topology.go).
+	MustBeUp []Range
 }
 
 // Topology is what the engine knows of groups and dependencies: the groups, and
@@ -40,10 +43,18 @@ type GroupInput struct {
 	// StartAfter names a dependency (depends_on) not up yet: a wake of this app
 	// waits for it; the app is started once every dependency is up.
 	StartAfter string
+	// Needed: an app that depends on this sleeping one is awake (up, waking or
+	// stopping): this one wakes, as a dependency crashed or stopped from
+	// outside must come back (unless an operator put it to sleep by its id).
+	Needed bool
 }
 
-// CauseGroupAwake is the cause of a member woken because its group is in use.
-const CauseGroupAwake = "woken: its group is awake"
+// CauseGroupAwake is the cause of a member woken because its group is in use;
+// CauseNeeded of an app woken because an app that depends on it is awake.
+const (
+	CauseGroupAwake = "woken: its group is awake"
+	CauseNeeded     = "woken: an app that depends on it is awake"
+)
 
 // StartOrder is the order a group's members start in: each after the members
 // it depends on (depends_on, among the members), otherwise in the configured
@@ -154,21 +165,30 @@ func DecideGroup(order []string, members map[string]Member, now time.Time) Group
 // ForMember is what the group's state says to one member (its GroupInput,
 // without StartAfter, which depends_on gives): wake it when the group is in use
 // and it sleeps (unless an operator put it to sleep by its own id since it was
-// last up); keep it while the group is in use; let it stop only in its turn.
+// last up); keep it from its idle clock while the group is in use; once the
+// group is idle, let it stop only in its turn.
 func (st GroupState) ForMember(rec Record) GroupInput {
 	var gi GroupInput
 	id := rec.AppID
 	switch rec.Status {
 	case StatusDown:
-		sleptByOperator := rec.SleepAsk != nil && !rec.SleepAsk.At.Before(rec.LastUpAt)
-		gi.Wake = st.InUse && !sleptByOperator
+		gi.Wake = st.InUse && !sleptByOperator(rec)
 	case StatusUp, StatusWaitingForShutdown:
+		// In use, the group keeps the member from its idle clock (an
+		// operator's sleep of the member alone still goes); idle, the group
+		// goes to sleep one member at a time, in the reverse order.
 		gi.Keep = st.InUse
-		if st.NextToSleep != "" && st.NextToSleep != id {
+		if !st.InUse && st.NextToSleep != "" && st.NextToSleep != id {
 			gi.StopAfter = st.NextToSleep
 		}
 	}
 	return gi
+}
+
+// sleptByOperator reports whether an operator put rec to sleep by its own id
+// since it was last up: neither its group nor its dependents wake it then.
+func sleptByOperator(rec Record) bool {
+	return rec.SleepAsk != nil && !rec.SleepAsk.At.Before(rec.LastUpAt)
 }
 
 // NeededBy returns an app awake (up, waking or stopping) among dependents, or

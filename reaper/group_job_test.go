@@ -153,8 +153,79 @@ func TestAdminAPI_GroupActions(t *testing.T) {
 		if code, _, _ := call(t, h, "POST", "/api/apps/nope/_wake", ""); code != 404 {
 			t.Errorf("wake of an unknown id: %d", code)
 		}
-		if _, err := e.engine.Wake(context.Background(), "nope", "ops", "test"); err != ErrUnknownID {
-			t.Errorf("Engine.Wake(nope) = %v", err)
+		// WakeFor (the triggers' wake) takes a group's id: nothing to ask of
+		// a group awake, an unknown id refused.
+		if asked, err := e.engine.WakeFor(context.Background(), "shop", "trigger test"); err != nil || asked {
+			t.Errorf("WakeFor(shop) of an awake group = %v, %v; want nothing asked", asked, err)
+		}
+		if _, err := e.engine.WakeFor(context.Background(), "nope", "trigger test"); err != ErrNotManaged {
+			t.Errorf("WakeFor(nope) = %v", err)
+		}
+	})
+}
+
+// A group's keep-up window is every member's, a routeless member's included.
+func TestEngine_GroupKeepUpWindowIsEveryMembers(t *testing.T) {
+	store, err := NewMemStore(MemStoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := NewEngine(EngineOptions{Node: "n1", Store: store})
+	all := Range{Start: 0, End: 1440}
+	e.SetTopology(Topology{Groups: []Group{{ID: "shop", Apps: []string{"web", "worker"}, MustBeUp: []Range{all}}}})
+	for _, m := range e.Managed() {
+		if m.Group != "shop" || len(m.Policy.MustBeUp) != 1 || m.Policy.GracePeriod != DefaultGracePeriod {
+			t.Errorf("%s: group %q, policy %+v", m.App.ID, m.Group, m.Policy)
+		}
+	}
+	if n := len(e.Managed()); n != 2 {
+		t.Errorf("%d managed apps, want the 2 members", n)
+	}
+}
+
+// Without a group, depends_on alone: a wake of web starts api first; api is
+// not put to sleep while web is up, and comes back when it crashes.
+func TestJob_DependsOnWithoutAGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("web", "api")
+		e := newEnv(t, fake, "")
+		e.route(config("web", func(c *Config) { c.GracePeriod = conf.Duration(30 * time.Minute) }))
+		e.route(config("api", func(c *Config) { c.GracePeriod = conf.Duration(time.Minute) }))
+		e.engine.SetTopology(Topology{DependsOn: func(id string) []string {
+			if id == "web" {
+				return []string{"api"}
+			}
+			return nil
+		}})
+		e.start()
+		defer e.stop()
+		settle()
+		e.engine.asks.askNow(e.engine.app("web"), time.Now())
+		settle()
+		time.Sleep(6 * time.Second)
+		settle()
+		calls := startsAndStops(fake)
+		if !slices.Equal(calls, []string{"start api", "start web"}) {
+			t.Fatalf("calls %v, want api started, then web", calls)
+		}
+		// api's own grace (1 min) passes: web, up, needs it.
+		time.Sleep(10 * time.Minute)
+		settle()
+		if n := countOf(startsAndStops(fake), "stop api"); n != 0 {
+			t.Fatalf("api stopped while web, which depends on it, is up")
+		}
+		// api crashes: web needs it, it is woken.
+		fake.Set("api", paastest.App{State: paas.StateShouldBeDown})
+		for range 4 {
+			time.Sleep(5 * time.Second)
+			settle()
+		}
+		if n := countOf(startsAndStops(fake), "start api"); n != 2 {
+			t.Errorf("api started %d times, want it woken again after its crash (%v)", n, startsAndStops(fake))
+		}
+		if r, _ := e.engine.Record("api"); r.Status != StatusUp {
+			t.Errorf("api: %s, want Up again", r.Status)
 		}
 	})
 }

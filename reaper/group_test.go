@@ -137,8 +137,8 @@ func TestGroupState_ForMember(t *testing.T) {
 		{"an old sleep ask (before its last wake) does not hold it", inUse,
 			Record{AppID: "api", Status: StatusDown, LastUpAt: now.Add(-time.Minute), SleepAsk: &SleepAsk{At: now.Add(-time.Hour)}}, GroupInput{Wake: true}},
 		{"a sleeping member of an idle group sleeps on", idle, Record{AppID: "api", Status: StatusDown}, GroupInput{}},
-		{"an awake member of a group in use is kept, and waits its turn", inUse, Record{AppID: "api", Status: StatusUp},
-			GroupInput{Keep: true, StopAfter: "worker"}},
+		{"an awake member of a group in use is kept (an operator may still put it to sleep alone)", inUse, Record{AppID: "api", Status: StatusUp},
+			GroupInput{Keep: true}},
 		{"the next to sleep of an idle group may stop", idle, Record{AppID: "worker", Status: StatusUp}, GroupInput{}},
 		{"the others of an idle group wait for it", idle, Record{AppID: "web", Status: StatusUp}, GroupInput{StopAfter: "worker"}},
 		{"a member in Error is left alone", inUse, Record{AppID: "web", Status: StatusError}, GroupInput{}},
@@ -203,6 +203,7 @@ func TestDecide_Group(t *testing.T) {
 		{"an operator's sleep is not held by the group's use", withSleepAsk(idleUp, now), upObs, GroupInput{Keep: true}, StatusWaitingForShutdown, ActionStop},
 		{"asleep, its group in use: wakes", down, downObs, GroupInput{Wake: true}, StatusWaitingForUp, ActionStart},
 		{"asleep, its group in use, a dependency not up: waits", down, downObs, GroupInput{Wake: true, StartAfter: "api"}, StatusDown, ActionNone},
+		{"asleep, an app that depends on it awake: wakes", down, downObs, GroupInput{Needed: true}, StatusWaitingForUp, ActionStart},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in

@@ -14,7 +14,7 @@ import (
 // the apps it concerns at once.
 
 // expandAsks adds, for every asked app, an ask for each app of its wake set
-// that has none, stored (so that it outlives this pass and this leader) with
+// that has none and is not up or waking, stored (so that it outlives this pass and this leader) with
 // the first ask's time. It returns asks with them.
 func (j *Job) expandAsks(ctx context.Context, asks map[string]time.Time) map[string]time.Time {
 	e := j.opts.Engine
@@ -25,6 +25,11 @@ func (j *Job) expandAsks(ctx context.Context, asks map[string]time.Time) map[str
 	for id, at := range asks {
 		for _, m := range e.wakeSet(id) {
 			if _, ok := asks[m]; ok {
+				continue
+			}
+			// An app up or waking needs no ask (one would be cleared at its
+			// next look, and stored again at the next pass).
+			if r, ok := e.Record(m); ok && (r.Status == StatusUp || r.Status == StatusWaitingForUp) {
 				continue
 			}
 			if prev, ok := added[m]; ok && !at.Before(prev) {
@@ -130,11 +135,13 @@ func (j *Job) groupInput(t target, rec Record, pd *passData, now time.Time) Grou
 		gi = DecideGroup(e.StartOrder(g), members, now).ForMember(rec)
 	}
 	gi.StartAfter = StartAfter(e.DependsOn(id), status)
+	j.mu.Lock()
+	managed := j.managed
+	j.mu.Unlock()
+	neededBy := NeededBy(e.dependents(id, managed), status)
 	if gi.StopAfter == "" {
-		j.mu.Lock()
-		managed := j.managed
-		j.mu.Unlock()
-		gi.StopAfter = NeededBy(e.dependents(id, managed), status)
+		gi.StopAfter = neededBy
 	}
+	gi.Needed = neededBy != "" && rec.Status == StatusDown && !sleptByOperator(rec)
 	return gi
 }

@@ -86,7 +86,7 @@ func wakeCauseLabel(cause string) string {
 		return "hold"
 	case CausePrewake:
 		return "prewake"
-	case CauseGroupAwake:
+	case CauseGroupAwake, CauseNeeded:
 		return "group"
 	}
 	return "other"

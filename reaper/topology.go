@@ -145,7 +145,7 @@ const maxWakeSet = 256
 // worker woken by its group has no route of its own. Such a member takes the
 // longest grace period of its group's members that routes manage (the group
 // sleeps on that clock), DefaultGracePeriod when none is; and
-// DefaultFailTimeout.
+// DefaultFailTimeout. Every member gets the group's keep-up windows.
 func (e *Engine) groupMembersManaged(out []ManagedApp) []ManagedApp {
 	t := e.topology()
 	if len(t.groupOf) == 0 {
@@ -169,6 +169,11 @@ func (e *Engine) groupMembersManaged(out []ManagedApp) []ManagedApp {
 			p.GracePeriod = DefaultGracePeriod
 		}
 		out = append(out, ManagedApp{App: paas.App{ID: id, Owner: e.ownerOf(id)}, Name: id, Routes: []string{}, Policy: p, Group: g.ID})
+	}
+	for i := range out { // the group's keep-up windows are every member's
+		if g := t.groupOf[out[i].App.ID]; g != nil && len(g.MustBeUp) > 0 {
+			out[i].Policy.MustBeUp = append(append([]Range(nil), out[i].Policy.MustBeUp...), g.MustBeUp...)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].App.ID < out[j].App.ID })
 	return out

@@ -91,7 +91,12 @@
 	function swap(fresh) {
 		$$("[data-region][id]").forEach(function (old) {
 			var now = fresh.getElementById(old.id);
-			if (now) old.replaceWith(doc.importNode(now, true));
+			if (!now) return;
+			// A group opened on its members stays open.
+			var open = $$("details[data-group-id][open]", old).map(function (d) { return d.getAttribute("data-group-id"); });
+			var node = doc.importNode(now, true);
+			$$("details[data-group-id]", node).forEach(function (d) { if (open.indexOf(d.getAttribute("data-group-id")) >= 0) d.open = true; });
+			old.replaceWith(node);
 		});
 		filter();
 		tick();
