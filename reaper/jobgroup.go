@@ -18,7 +18,7 @@ import (
 // the first ask's time. It returns asks with them.
 func (j *Job) expandAsks(ctx context.Context, asks map[string]time.Time) map[string]time.Time {
 	e := j.opts.Engine
-	if len(asks) == 0 || len(e.topology().groupOf) == 0 && e.topology().dependsOn == nil {
+	if len(asks) == 0 || len(e.topology().groupOf) == 0 && !e.hasDependencies() {
 		return asks
 	}
 	var added map[string]time.Time
