@@ -112,6 +112,9 @@ func TestJob_DependsOnFromTheDriversHint(t *testing.T) {
 		if db == nil || db.Policy.GracePeriod != 5*time.Minute {
 			t.Fatalf("db managed as %+v, want managed with web's grace period", db)
 		}
+		if r, ok := e.engine.Record("db"); !ok || r.Status != StatusDown {
+			t.Fatalf("db: %v %s, want its record known, Down", ok, r.Status)
+		}
 		e.engine.asks.askNow(e.engine.app("web"), time.Now())
 		settle()
 		time.Sleep(6 * time.Second)

@@ -40,15 +40,29 @@ func (e *Engine) SetTopology(t Topology) {
 	defer e.mu.Unlock()
 	e.topo = tp
 	for id := range tp.groupOf {
-		if e.apps[id] == nil {
-			a := &app{id: id, notify: make(chan struct{}), claims: map[*Config]claim{}}
-			a.poked = make(chan struct{}, 1)
-			e.apps[id] = a
-			select {
-			case e.refresh <- id: // learn its record soon
-			default:
-			}
-		}
+		e.knowLocked(id)
+	}
+}
+
+// know makes the engine keep the record of id, an app managed without a route
+// (a group member, a dependency), as it does for the apps routes manage: the
+// decisions of the apps related to it read its status from there.
+func (e *Engine) know(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.knowLocked(id)
+}
+
+func (e *Engine) knowLocked(id string) {
+	if e.apps[id] != nil {
+		return
+	}
+	a := &app{id: id, notify: make(chan struct{}), claims: map[*Config]claim{}}
+	a.poked = make(chan struct{}, 1)
+	e.apps[id] = a
+	select {
+	case e.refresh <- id: // learn its record soon
+	default:
 	}
 }
 
@@ -86,14 +100,20 @@ func (e *Engine) GroupOf(appID string) (Group, bool) {
 // read on each call from the driver's memory, so a container discovered or
 // recreated with other labels counts at once.
 func (e *Engine) DependsOn(appID string) []string {
+	return e.dependsOn(e.topology(), paas.App{ID: appID, Owner: e.ownerOf(appID)})
+}
+
+// dependsOn is DependsOn with the topology t; it takes no lock of the engine.
+func (e *Engine) dependsOn(t *topology, pa paas.App) []string {
+	appID := pa.ID
 	var out []string
-	if t := e.topology(); t.dependsOn != nil {
+	if t != nil && t.dependsOn != nil {
 		out = t.dependsOn(appID)
 	}
 	if e.opts.Policies == nil {
 		return out
 	}
-	h, _ := e.opts.Policies.AppPolicy(paas.App{ID: appID, Owner: e.ownerOf(appID)})
+	h, _ := e.opts.Policies.AppPolicy(pa)
 	for _, d := range h.DependsOn {
 		if d != appID && !slices.Contains(out, d) {
 			out = append(slices.Clip(out), d)
@@ -231,6 +251,7 @@ func (e *Engine) dependenciesManaged(out []ManagedApp) []ManagedApp {
 			case ok || len(added) >= maxWakeSet:
 			default:
 				index[d], added[d] = len(out), true
+				e.know(d)
 				p := Policy{GracePeriod: cmp.Or(out[i].Policy.GracePeriod, DefaultGracePeriod), FailTimeout: DefaultFailTimeout}
 				out = append(out, ManagedApp{App: paas.App{ID: d, Owner: e.ownerOf(d)}, Name: d, Routes: []string{}, Policy: p})
 			}
@@ -238,6 +259,37 @@ func (e *Engine) dependenciesManaged(out []ManagedApp) []ManagedApp {
 	}
 	if len(added) > 0 {
 		sort.Slice(out, func(i, j int) bool { return out[i].App.ID < out[j].App.ID })
+	}
+	return out
+}
+
+// dependenciesLocked are the apps that the apps routes or groups manage depend
+// on, transitively: sweep keeps them (dependenciesManaged manages them).
+// Bounded by maxWakeSet. e.mu must be held.
+func (e *Engine) dependenciesLocked() map[string]bool {
+	if e.topo == nil && e.opts.Policies == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	var todo []paas.App
+	for id, a := range e.apps {
+		if len(a.claims) > 0 || e.topo != nil && e.topo.groupOf[id] != nil {
+			todo = append(todo, paas.App{ID: id, Owner: a.owner})
+		}
+	}
+	for len(todo) > 0 && len(out) < maxWakeSet {
+		pa := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, d := range e.dependsOn(e.topo, pa) {
+			if !out[d] {
+				out[d] = true
+				owner := ""
+				if a := e.apps[d]; a != nil {
+					owner = a.owner
+				}
+				todo = append(todo, paas.App{ID: d, Owner: owner})
+			}
+		}
 	}
 	return out
 }
