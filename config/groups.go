@@ -144,8 +144,9 @@ func (c *Config) ReaperGroups() []reaper.Group {
 }
 
 // DependsOn returns each declared app's depends_on: paas.apps[] (process) and
-// paas.docker.apps[] (containers declared in the file; the docker driver reads
-// those of its labels itself). The engine honours it for every driver.
+// paas.docker.apps[] (containers declared in the file; the reaper.depends_on
+// labels of discovered containers reach the engine through the driver's
+// paas.PolicyHint). The engine honours it for every driver.
 func (c *Config) DependsOn() map[string][]string {
 	out := map[string][]string{}
 	for _, a := range c.PaaS.Apps {

@@ -252,6 +252,11 @@ type PolicyHint struct {
 	// by reaper's HTTP provider (GET /traefik on node.auth_listen; the docker
 	// driver's reaper.traefik label), as node.auth_traefik_routes does.
 	Traefik bool
+	// DependsOn are the apps this one needs (the docker driver's
+	// reaper.depends_on label): reaper starts them first, keeps them up
+	// while this one is, and puts them to sleep after it, as it does with the
+	// depends_on of the configuration file. nil: none.
+	DependsOn []string
 }
 
 // Meter is implemented by drivers that measure the apps they run, for operators

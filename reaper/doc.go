@@ -35,8 +35,9 @@
 //   - jobgroup.go: the job's side of groups and depends_on (a wake ask
 //     stored for the whole wake set, each step told what its group says, the
 //     apps a change concerns looked at at once); topology.go: the groups and
-//     dependencies the engine knows (SetTopology), group members managed
-//     without a route.
+//     dependencies the engine knows (SetTopology, and each app's
+//     paas.PolicyHint.DependsOn from its driver), group members and
+//     dependencies managed without a route.
 //
 // A request's path, on every node:
 //

@@ -248,7 +248,7 @@ func (e *Engine) Unregister(routeID, appID string, cfg *Config) {
 // effective policies. It does not wait on the platform (the hints are the
 // driver's memory).
 func (e *Engine) Managed() []ManagedApp {
-	out := e.groupMembersManaged(e.managed())
+	out := e.dependenciesManaged(e.groupMembersManaged(e.managed()))
 	if e.opts.Policies != nil {
 		for i := range out {
 			h, err := e.opts.Policies.AppPolicy(out[i].App)

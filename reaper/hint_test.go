@@ -2,11 +2,13 @@ package reaper
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/paastest"
 )
@@ -84,6 +86,48 @@ func TestReaper_TheAppsOwnGracePeriodWinsOverItsRoutes(t *testing.T) {
 		settle()
 		if st := p.route.a.status(); st != StatusUp {
 			t.Errorf("5m after the second wake: %s, want Up (the route's 15m)", st)
+		}
+	})
+}
+
+// A dependency the driver reports (a container's reaper.depends_on label),
+// with no route of its own: managed by the engine, started before web, kept
+// up while web is, and put to sleep after web, on web's grace period.
+func TestJob_DependsOnFromTheDriversHint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := paastest.New("web", "db")
+		fake.SetHint("web", paas.PolicyHint{DependsOn: []string{"db"}}, nil)
+		e := newEnv(t, fake, "")
+		e.engine.opts.Policies = fake
+		e.route(config("web", func(c *Config) { c.GracePeriod = conf.Duration(5 * time.Minute) }))
+		e.start()
+		defer e.stop()
+		settle()
+		var db *ManagedApp
+		for _, m := range e.engine.Managed() {
+			if m.App.ID == "db" {
+				db = &m
+			}
+		}
+		if db == nil || db.Policy.GracePeriod != 5*time.Minute {
+			t.Fatalf("db managed as %+v, want managed with web's grace period", db)
+		}
+		if r, ok := e.engine.Record("db"); !ok || r.Status != StatusDown {
+			t.Fatalf("db: %v %s, want its record known, Down", ok, r.Status)
+		}
+		e.engine.asks.askNow(e.engine.app("web"), time.Now())
+		settle()
+		time.Sleep(6 * time.Second)
+		settle()
+		if calls := startsAndStops(fake); !slices.Equal(calls, []string{"start db", "start web"}) {
+			t.Fatalf("calls %v, want db started, then web", calls)
+		}
+		for range 24 { // 2 min past web's grace: both asleep, web first
+			time.Sleep(15 * time.Second)
+			settle()
+		}
+		if calls := startsAndStops(fake); !slices.Equal(calls, []string{"start db", "start web", "stop web", "stop db"}) {
+			t.Errorf("calls %v, want web stopped, then db", calls)
 		}
 	})
 }

@@ -18,7 +18,7 @@ import (
 // the first ask's time. It returns asks with them.
 func (j *Job) expandAsks(ctx context.Context, asks map[string]time.Time) map[string]time.Time {
 	e := j.opts.Engine
-	if len(asks) == 0 || len(e.topology().groupOf) == 0 && e.topology().dependsOn == nil {
+	if len(asks) == 0 || len(e.topology().groupOf) == 0 && !e.hasDependencies() {
 		return asks
 	}
 	var added map[string]time.Time
@@ -87,9 +87,13 @@ func (j *Job) relatedApps(appID string) []string {
 
 // lookAtRelated asks the job to look at the apps a change of rec's status
 // concerns: the next member to stop once one is down, the dependents to start
-// once it is up, the rest of its group when it wakes.
+// once it is up, the rest of its group when it wakes. A change to
+// WaitingForShutdown concerns none of them (a stopping app counts as awake for
+// its group and its dependents), and looking at them would be looking at its
+// group again, this app included: a stop refused at once would be sent again
+// without end.
 func (j *Job) lookAtRelated(ctx context.Context, prev, next Record) {
-	if prev.Status == next.Status {
+	if prev.Status == next.Status || next.Status == StatusWaitingForShutdown {
 		return
 	}
 	for _, id := range j.relatedApps(next.AppID) {

@@ -349,6 +349,14 @@ func (j *Job) stop(ctx context.Context, lock *heldLock, t target, prev, next Rec
 	if stuck {
 		after = afterStuckStop(prev, next, err, j.opts.Now())
 	}
+	if err != nil && after.Status != StatusError {
+		// A stop refused (for now or for good) changes nothing for the apps
+		// it concerns: a look at them now would be a look at its group, this
+		// app included, and send the refused stop again at once, without end.
+		// It is looked at again at the next pass.
+		j.writeRecord(ctx, next, &after, false)
+		return
+	}
 	j.write(ctx, next, &after)
 	if err == nil {
 		j.log.Info("app put to sleep", "app", t.app.ID, "cause", next.Cause)
@@ -451,6 +459,12 @@ func (j *Job) verify(ctx context.Context) bool {
 // the status changed; this node tells it, then sees it at once). It reports
 // whether the record was stored.
 func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
+	return j.writeRecord(ctx, prev, next, true)
+}
+
+// writeRecord is write; related false leaves the apps the change concerns
+// (lookAtRelated) to the next pass.
+func (j *Job) writeRecord(ctx context.Context, prev Record, next *Record, related bool) bool {
 	*next = accountSleep(prev, *next)
 	if err := j.opts.Engine.commit(ctx, j.opts.Store, prev, next, nil); err != nil {
 		if errors.Is(err, ErrStaleTerm) {
@@ -475,7 +489,9 @@ func (j *Job) write(ctx context.Context, prev Record, next *Record) bool {
 		}
 		level("app status changed", "app", next.AppID, "from", prev.Status, "to", next.Status, "cause", next.Cause)
 	}
-	j.lookAtRelated(ctx, prev, *next) // after the line above: the logs keep the order of the changes
+	if related {
+		j.lookAtRelated(ctx, prev, *next) // after the line above: the logs keep the order of the changes
+	}
 	return true
 }
 

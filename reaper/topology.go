@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"time"
@@ -39,15 +40,29 @@ func (e *Engine) SetTopology(t Topology) {
 	defer e.mu.Unlock()
 	e.topo = tp
 	for id := range tp.groupOf {
-		if e.apps[id] == nil {
-			a := &app{id: id, notify: make(chan struct{}), claims: map[*Config]claim{}}
-			a.poked = make(chan struct{}, 1)
-			e.apps[id] = a
-			select {
-			case e.refresh <- id: // learn its record soon
-			default:
-			}
-		}
+		e.knowLocked(id)
+	}
+}
+
+// know makes the engine keep the record of id, an app managed without a route
+// (a group member, a dependency), as it does for the apps routes manage: the
+// decisions of the apps related to it read its status from there.
+func (e *Engine) know(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.knowLocked(id)
+}
+
+func (e *Engine) knowLocked(id string) {
+	if e.apps[id] != nil {
+		return
+	}
+	a := &app{id: id, notify: make(chan struct{}), claims: map[*Config]claim{}}
+	a.poked = make(chan struct{}, 1)
+	e.apps[id] = a
+	select {
+	case e.refresh <- id: // learn its record soon
+	default:
 	}
 }
 
@@ -79,12 +94,38 @@ func (e *Engine) GroupOf(appID string) (Group, bool) {
 	return Group{}, false
 }
 
-// DependsOn returns the app's depends_on (nil: none).
+// DependsOn returns the app's depends_on (nil: none): the configuration's
+// (Topology.DependsOn) and what the app says of itself through its driver
+// (paas.PolicyHint.DependsOn: the docker driver's reaper.depends_on label),
+// read on each call from the driver's memory, so a container discovered or
+// recreated with other labels counts at once.
 func (e *Engine) DependsOn(appID string) []string {
-	if t := e.topology(); t.dependsOn != nil {
-		return t.dependsOn(appID)
+	return e.dependsOn(e.topology(), paas.App{ID: appID, Owner: e.ownerOf(appID)})
+}
+
+// dependsOn is DependsOn with the topology t; it takes no lock of the engine.
+func (e *Engine) dependsOn(t *topology, pa paas.App) []string {
+	appID := pa.ID
+	var out []string
+	if t != nil && t.dependsOn != nil {
+		out = t.dependsOn(appID)
 	}
-	return nil
+	if e.opts.Policies == nil {
+		return out
+	}
+	h, _ := e.opts.Policies.AppPolicy(pa)
+	for _, d := range h.DependsOn {
+		if d != appID && !slices.Contains(out, d) {
+			out = append(slices.Clip(out), d)
+		}
+	}
+	return out
+}
+
+// hasDependencies reports whether depends_on may say anything: set in the
+// configuration, or a driver that may report it.
+func (e *Engine) hasDependencies() bool {
+	return e.topology().dependsOn != nil || e.opts.Policies != nil
 }
 
 // StartOrder returns the group's members in their start order (dependencies
@@ -93,13 +134,12 @@ func (e *Engine) StartOrder(g Group) []string { return StartOrder(g.Apps, e.Depe
 
 // dependents returns the managed apps that depend on appID.
 func (e *Engine) dependents(appID string, managed []ManagedApp) []string {
-	t := e.topology()
-	if t.dependsOn == nil {
+	if !e.hasDependencies() {
 		return nil
 	}
 	var out []string
 	for _, m := range managed {
-		if slices.Contains(t.dependsOn(m.App.ID), appID) {
+		if slices.Contains(e.DependsOn(m.App.ID), appID) {
 			out = append(out, m.App.ID)
 		}
 	}
@@ -122,10 +162,8 @@ func (e *Engine) wakeSet(appID string) []string {
 				visit(m)
 			}
 		}
-		if t.dependsOn != nil {
-			for _, d := range t.dependsOn(id) {
-				visit(d)
-			}
+		for _, d := range e.DependsOn(id) {
+			visit(d)
 		}
 	}
 	visit(appID)
@@ -186,4 +224,72 @@ func (e *Engine) ownerOf(id string) string {
 		return a.owner
 	}
 	return ""
+}
+
+// dependenciesManaged adds to out the apps that managed apps depend on
+// (transitively) and that nothing else manages: a database container that a
+// web app's reaper.depends_on names has no route of its own, yet the engine
+// must start it first and put it to sleep after. Such a dependency takes the
+// longest grace period of the apps that need it (it sleeps once they do; it is
+// kept up while one of them is awake, NeededBy) and DefaultFailTimeout. Bounded
+// by maxWakeSet new apps.
+func (e *Engine) dependenciesManaged(out []ManagedApp) []ManagedApp {
+	if !e.hasDependencies() {
+		return out
+	}
+	index := make(map[string]int, len(out))
+	for i := range out {
+		index[out[i].App.ID] = i
+	}
+	added := map[string]bool{}
+	for i := 0; i < len(out); i++ { // out grows: the dependencies' own come next
+		for _, d := range e.DependsOn(out[i].App.ID) {
+			j, ok := index[d]
+			switch {
+			case added[d]: // the longest grace of the apps that need it
+				out[j].Policy.GracePeriod = max(out[j].Policy.GracePeriod, out[i].Policy.GracePeriod)
+			case ok || len(added) >= maxWakeSet:
+			default:
+				index[d], added[d] = len(out), true
+				e.know(d)
+				p := Policy{GracePeriod: cmp.Or(out[i].Policy.GracePeriod, DefaultGracePeriod), FailTimeout: DefaultFailTimeout}
+				out = append(out, ManagedApp{App: paas.App{ID: d, Owner: e.ownerOf(d)}, Name: d, Routes: []string{}, Policy: p})
+			}
+		}
+	}
+	if len(added) > 0 {
+		sort.Slice(out, func(i, j int) bool { return out[i].App.ID < out[j].App.ID })
+	}
+	return out
+}
+
+// dependenciesLocked are the apps that the apps routes or groups manage depend
+// on, transitively: sweep keeps them (dependenciesManaged manages them).
+// Bounded by maxWakeSet. e.mu must be held.
+func (e *Engine) dependenciesLocked() map[string]bool {
+	if e.topo == nil && e.opts.Policies == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	var todo []paas.App
+	for id, a := range e.apps {
+		if len(a.claims) > 0 || e.topo != nil && e.topo.groupOf[id] != nil {
+			todo = append(todo, paas.App{ID: id, Owner: a.owner})
+		}
+	}
+	for len(todo) > 0 && len(out) < maxWakeSet {
+		pa := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, d := range e.dependsOn(e.topo, pa) {
+			if !out[d] {
+				out[d] = true
+				owner := ""
+				if a := e.apps[d]; a != nil {
+					owner = a.owner
+				}
+				todo = append(todo, paas.App{ID: d, Owner: owner})
+			}
+		}
+	}
+	return out
 }

@@ -184,9 +184,10 @@ func (e *Engine) OpenEverywhere(ctx context.Context) (map[string]int, error) {
 func (e *Engine) sweep() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	deps := e.dependenciesLocked()
 	for id, a := range e.apps {
-		if e.topo != nil && e.topo.groupOf[id] != nil {
-			continue // a group's member is managed without a route (topology.go)
+		if e.topo != nil && e.topo.groupOf[id] != nil || deps[id] {
+			continue // a group's member or a dependency: managed without a route (topology.go)
 		}
 		if len(a.claims) == 0 && a.inFlight.Load() == 0 && a.held.Load() == 0 && !a.waiting.Load() &&
 			a.lastAccess.Load() <= a.flushed.Load() {

@@ -24,7 +24,6 @@ type app struct {
 	boot     *run       // our start in progress, until ready
 	watch    *run       // readiness wait of a container started from outside
 	stopping chan struct{}
-	woken    bool             // reaper started it as another app's dependency
 	dep      *paas.Deployment // never modified once set: replaced
 	mem      int64            // memory in use when last measured, bytes
 	memAt    time.Time

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -142,13 +141,12 @@ func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, erro
 	if err := a.h.unreachable(); err != nil {
 		return paas.Observation{}, fmt.Errorf("docker: app %s: %w", a.spec.id, err)
 	}
-	needed := d.neededBy(a.spec.id)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.v == nil {
 		return paas.Observation{}, fmt.Errorf("docker: app %s: container %q not found on engine %s: %w", a.spec.id, a.spec.container, a.h.name, paas.ErrNotFound)
 	}
-	obs := paas.Observation{Name: a.v.name, State: a.state(), NotShutdownable: needed != ""}
+	obs := paas.Observation{Name: a.v.name, State: a.state()}
 	if a.dep != nil {
 		dep := *a.dep
 		obs.Deployment = &dep
@@ -245,23 +243,6 @@ func (d *Driver) apps() []*app {
 		out = append(out, a)
 	}
 	return out
-}
-
-// neededBy returns the id of an app that runs (or starts) and depends on id, or "":
-// such an app's dependency must not be put to sleep.
-func (d *Driver) neededBy(id string) string {
-	for _, o := range d.apps() {
-		if o.spec.id == id || !slices.Contains(o.spec.dependsOn, id) {
-			continue
-		}
-		o.mu.Lock()
-		active := o.boot != nil || (o.v != nil && o.v.running() && o.stopping == nil)
-		o.mu.Unlock()
-		if active {
-			return o.spec.id
-		}
-	}
-	return ""
 }
 
 // reserve counts a goroutine that Close must wait for, before it is started. It

@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,8 +45,9 @@ func (d *Driver) Cost(ctx context.Context, pa paas.App) (paas.Cost, error) {
 }
 
 // AppPolicy implements paas.PolicyHinter: the grace period a discovered app's
-// container sets with the label reaper.grace_period, and whether it asks for
-// Traefik with reaper.traefik, as read when the container was discovered (a
+// container sets with the label reaper.grace_period, whether it asks for
+// Traefik with reaper.traefik, and the apps it needs (reaper.depends_on: the
+// engine starts them first and puts them to sleep after it), as read when the container was discovered (a
 // container recreated with another value is another discovery). Declared apps (paas.docker.apps) and apps unknown to the driver
 // set none. It never waits on the engine.
 func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
@@ -55,7 +57,7 @@ func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	if !ok {
 		return paas.PolicyHint{}, nil
 	}
-	h := paas.PolicyHint{GracePeriod: a.spec.grace, Traefik: a.spec.traefik}
+	h := paas.PolicyHint{GracePeriod: a.spec.grace, Traefik: a.spec.traefik, DependsOn: slices.Clone(a.spec.dependsOn)}
 	if h.GracePeriod > 0 {
 		h.From = "label " + LabelGracePeriod + " of container " + a.spec.container
 	}

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestDriver_GraceLabelIsTheAppsHintAndFollowsARecreatedContainer(t *testing.
 	if err != nil || h.GracePeriod != 2*time.Second || !strings.Contains(h.From, "reaper.grace_period") || !strings.Contains(h.From, name) {
 		t.Fatalf("hint %+v, %v; want 2s from the label of %s", h, err, name)
 	}
-	if h, err := d.AppPolicy(paas.App{ID: "declared"}); h != (paas.PolicyHint{}) || err != nil {
+	if h, err := d.AppPolicy(paas.App{ID: "declared"}); !reflect.DeepEqual(h, paas.PolicyHint{}) || err != nil {
 		t.Errorf("a declared app's labels are not read: %+v, %v", h, err)
 	}
 
@@ -95,7 +96,7 @@ func TestDriver_TraefikLabelIsTheAppsHint(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "Traefik label cannot be read") {
 		t.Error("the unreadable label was not logged")
 	}
-	if h, err := d.AppPolicy(paas.App{ID: "declared"}); h != (paas.PolicyHint{}) || err != nil {
+	if h, err := d.AppPolicy(paas.App{ID: "declared"}); !reflect.DeepEqual(h, paas.PolicyHint{}) || err != nil {
 		t.Errorf("a declared app's labels are not read: %+v, %v", h, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,9 +15,10 @@ import (
 // errRefused: the container no longer opted in; reaper does not touch it.
 var errRefused = errors.New("docker: the container no longer opted in")
 
-// Start wakes the app: its dependencies first (depends_on, each started and
-// waited for until ready), then its container (unpaused if paused, started
-// otherwise). It returns once the start is under way, not when the app is ready
+// Start wakes the app: its container (unpaused if paused, started otherwise).
+// Its dependencies (depends_on, in the file or the reaper.depends_on label) are
+// not the driver's: reaper's engine starts them first and keeps them up while
+// the app is (paas.PolicyHint.DependsOn tells it the labels'). It returns once the start is under way, not when the app is ready
 // (watchers learn that). Before anything is sent the container is read again: one
 // that is gone, or that no longer carries reaper.enable=true (for a discovered
 // app), is refused with an error wrapping paas.ErrStartFailed. It is idempotent: on
@@ -30,14 +30,10 @@ func (d *Driver) Start(ctx context.Context, pa paas.App) error {
 	if err != nil {
 		return err
 	}
-	return d.start(ctx, a, nil)
+	return d.start(ctx, a)
 }
 
-// start starts a, as a dependency of the apps of chain (empty: asked for itself).
-func (d *Driver) start(ctx context.Context, a *app, chain []string) error {
-	if slices.Contains(chain, a.spec.id) {
-		return fmt.Errorf("docker: start %s: depends_on makes a cycle (%s → %s): %w", a.spec.id, strings.Join(chain, " → "), a.spec.id, paas.ErrStartFailed)
-	}
+func (d *Driver) start(ctx context.Context, a *app) error {
 	if a.spec.problem != "" {
 		return fmt.Errorf("docker: start %s: its labels cannot be read (%s): %w", a.spec.id, a.spec.problem, paas.ErrStartFailed)
 	}
@@ -46,9 +42,6 @@ func (d *Driver) start(ctx context.Context, a *app, chain []string) error {
 	}
 	a.mu.Lock()
 	busy := a.boot != nil || (a.v != nil && a.v.running())
-	if busy && len(chain) == 0 {
-		a.woken = false // asked for itself: it sleeps on its own clock
-	}
 	a.mu.Unlock()
 	if busy {
 		return nil
@@ -57,24 +50,12 @@ func (d *Driver) start(ctx context.Context, a *app, chain []string) error {
 	if err != nil {
 		return err
 	}
-	deps := make([]*app, 0, len(a.spec.dependsOn))
-	for _, id := range a.spec.dependsOn {
-		dep, err := d.lookup(id)
-		if err == nil {
-			err = d.start(ctx, dep, append(slices.Clone(chain), a.spec.id))
-		}
-		if err != nil {
-			return fmt.Errorf("docker: start %s: its dependency %s: %w", a.spec.id, id, err)
-		}
-		deps = append(deps, dep)
-	}
-	return d.launch(ctx, a, v, deps, len(chain) > 0)
+	return d.launch(ctx, a, v)
 }
 
-// launch records the start and sends it: at once when the dependencies are ready,
-// else from a goroutine once they are. Either way a goroutine then waits for the
-// app's readiness.
-func (d *Driver) launch(ctx context.Context, a *app, v view, deps []*app, asDep bool) error {
+// launch records the start and sends it; a goroutine then waits for the app's
+// readiness.
+func (d *Driver) launch(ctx context.Context, a *app, v view) error {
 	if !d.reserve() {
 		return ErrClosed
 	}
@@ -88,35 +69,19 @@ func (d *Driver) launch(ctx context.Context, a *app, v view, deps []*app, asDep 
 		return nil
 	}
 	prev := a.dep
-	a.boot, a.ready, a.woken = b, false, asDep
+	a.boot, a.ready = b, false
 	a.dep = &paas.Deployment{State: paas.DeploymentWIP, Action: "DEPLOY", At: b.at}
 	a.broadcast()
 	a.mu.Unlock()
 	d.notify(a.spec.id)
 
-	pending := false
-	for _, dep := range deps {
-		pending = pending || !dep.isReady()
-	}
-	if !pending {
-		if err := d.send(ctx, a, v); err != nil {
-			d.wg.Done()
-			return d.failBoot(a, b, prev, err)
-		}
+	if err := d.send(ctx, a, v); err != nil {
+		d.wg.Done()
+		return d.failBoot(a, b, prev, err)
 	}
 	go func() {
 		defer d.wg.Done()
 		defer cancel()
-		if pending {
-			if err := d.awaitDeps(bctx, a, deps); err != nil {
-				_ = d.failBoot(a, b, prev, err)
-				return
-			}
-			if err := d.send(bctx, a, v); err != nil {
-				_ = d.failBoot(a, b, prev, err)
-				return
-			}
-		}
 		if probed, ok := d.awaitReady(bctx, a, b.at, &b.gate); ok {
 			d.markReady(a, b, probed)
 		}
@@ -159,7 +124,7 @@ func (d *Driver) send(ctx context.Context, a *app, v view) error {
 	return nil
 }
 
-// failBoot records a start that could not be sent or whose dependencies failed. A
+// failBoot records a start that could not be sent. A
 // passing failure (the engine unreachable) leaves the app as it was, so that the
 // start is sent again; any other is a FAIL deployment. It returns the error to
 // give the caller.
@@ -189,39 +154,6 @@ func (d *Driver) failBoot(a *app, b *run, prev *paas.Deployment, err error) erro
 		return err
 	}
 	return fmt.Errorf("docker: start %s: %w: %v", a.spec.id, paas.ErrStartFailed, err)
-}
-
-// awaitDeps waits until every dependency is ready, or one of them failed to start.
-func (d *Driver) awaitDeps(ctx context.Context, a *app, deps []*app) error {
-	for _, dep := range deps {
-		for {
-			dep.mu.Lock()
-			ready, ch, failed := dep.ready, dep.changed, dep.boot == nil && !dep.ready && dep.dep != nil && dep.dep.State == paas.DeploymentFail
-			cause := ""
-			if failed {
-				cause = dep.dep.Cause
-			}
-			dep.mu.Unlock()
-			if ready {
-				break
-			}
-			if failed {
-				return fmt.Errorf("its dependency %s could not be started: %s: %w", dep.spec.id, cause, paas.ErrStartFailed)
-			}
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	return nil
-}
-
-func (a *app) isReady() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.ready
 }
 
 // watchReady waits, in the background, for the readiness of a container that runs

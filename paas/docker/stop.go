@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/reapergw/reaper/paas"
@@ -13,46 +12,17 @@ import (
 // Stop puts the app to sleep with its stop method (stop, pause or kill), and
 // returns once the container no longer runs (a stop waits for the container's
 // exit, at most its stop_timeout before the engine kills it), or when ctx ends.
-// Then it puts to sleep, in reverse order, the dependencies reaper woke for this
-// app that no other running app needs. Before anything is sent the container is
-// read again: a discovered app's container that no longer opted in is refused
-// with an error wrapping paas.ErrNotShutdownable; one that is gone is stopped
-// already. It is idempotent. An engine that cannot be reached gives
-// paas.ErrUnavailable.
+// Its dependencies are reaper's engine's to put to sleep, after it. Before
+// anything is sent the container is read again: a discovered app's container
+// that no longer opted in is refused with an error wrapping
+// paas.ErrNotShutdownable; one that is gone is stopped already. It is
+// idempotent. An engine that cannot be reached gives paas.ErrUnavailable.
 func (d *Driver) Stop(ctx context.Context, pa paas.App) error {
 	a, err := d.lookup(pa.ID)
 	if err != nil {
 		return err
 	}
-	if err := d.stop(ctx, a); err != nil {
-		return err
-	}
-	for _, id := range slices.Backward(a.spec.dependsOn) {
-		d.stopDependency(ctx, id)
-	}
-	return nil
-}
-
-// stopDependency puts a dependency to sleep if reaper woke it for another app and
-// no running app needs it any more.
-func (d *Driver) stopDependency(ctx context.Context, id string) {
-	dep, err := d.lookup(id)
-	if err != nil {
-		return
-	}
-	dep.mu.Lock()
-	woken := dep.woken
-	dep.mu.Unlock()
-	if !woken {
-		return
-	}
-	if by := d.neededBy(id); by != "" {
-		d.log.Info("dependency stays awake: another app needs it", "app", id, "needed_by", by)
-		return
-	}
-	if err := d.Stop(ctx, paas.App{ID: id}); err != nil {
-		d.log.Warn("cannot put a dependency to sleep", "app", id, "err", err)
-	}
+	return d.stop(ctx, a)
 }
 
 func (d *Driver) stop(ctx context.Context, a *app) error {
@@ -80,7 +50,7 @@ func (d *Driver) stop(ctx context.Context, a *app) error {
 	}
 	a.mu.Lock()
 	if err == nil {
-		a.ready, a.woken = false, false
+		a.ready = false
 		a.dep = &paas.Deployment{State: paas.DeploymentOK, Action: "UNDEPLOY", At: at}
 		a.broadcast()
 	}

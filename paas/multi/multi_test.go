@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -198,7 +199,7 @@ func TestClient_OptionalInterfacesDelegateOrFallBack(t *testing.T) {
 	if h, err := c.AppPolicy(paas.App{ID: "demo"}); err != nil || h.GracePeriod != time.Minute {
 		t.Errorf("demo's hint %+v, %v", h, err)
 	}
-	if h, err := c.AppPolicy(paas.App{ID: "web"}); err != nil || h != (paas.PolicyHint{}) {
+	if h, err := c.AppPolicy(paas.App{ID: "web"}); err != nil || !reflect.DeepEqual(h, paas.PolicyHint{}) {
 		t.Errorf("web's hint %+v, %v", h, err)
 	}
 	if cost, err := c.Cost(ctx, paas.App{ID: "demo"}); err != nil || cost.PerHour != 0.5 || cost.MemoryBytes != 4 {
