@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -60,6 +61,27 @@ type holdRig struct {
 
 	mu  sync.Mutex
 	got []string // "METHOD /path body" of each request the app received
+	// logs holds the engine's, the job's and the gateway's lines, shown when
+	// the test fails.
+	logs lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // newHoldRig starts the rig; cfg is the reaper plugin's config. With parking, the
@@ -89,10 +111,16 @@ func (rig *holdRig) start(t *testing.T, parking bool, cfg, target string) {
 	rig.fake = paastest.New("app")
 	rig.fake.Manual = true
 	store := newTestStore(t)
-	rig.engine = NewEngine(EngineOptions{Node: "n1", Store: store, PollInterval: 50 * time.Millisecond, Observer: rig.observer})
-	job := NewJob(JobOptions{Engine: rig.engine, Store: store, PaaS: rig.fake, FastInterval: 50 * time.Millisecond, FullInterval: time.Second})
+	log := slog.New(slog.NewTextHandler(&rig.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", rig.logs.String())
+		}
+	})
+	rig.engine = NewEngine(EngineOptions{Node: "n1", Store: store, PollInterval: 50 * time.Millisecond, Observer: rig.observer, Logger: log})
+	job := NewJob(JobOptions{Engine: rig.engine, Store: store, PaaS: rig.fake, FastInterval: 50 * time.Millisecond, FullInterval: time.Second, Logger: log})
 	rig.engine.SetAsker(job)
-	opts := plugin.BuildOptions{Logger: slog.New(slog.DiscardHandler), Services: map[string]any{ServiceName: rig.engine}}
+	opts := plugin.BuildOptions{Logger: log, Services: map[string]any{ServiceName: rig.engine}}
 	rt, err := plugin.BuildRouter(context.Background(), routesYAML(t, `
 - id: r1
   frontend: {domains: ["*"]}
@@ -105,7 +133,7 @@ func (rig *holdRig) start(t *testing.T, parking bool, cfg, target string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
-	rig.gw = plugin.NewGateway(plugin.GatewayOptions{})
+	rig.gw = plugin.NewGateway(plugin.GatewayOptions{Logger: log})
 	rig.gw.Swap(rt)
 	rig.front = httptest.NewUnstartedServer(rig.gw)
 	if parking {

@@ -450,10 +450,12 @@ func (a *appHolds) poke() {
 }
 
 // recheck asks the job to observe the app now (with a wake ask when wake is set)
-// and waits, briefly, for its record to say it sleeps. It returns whether it does.
+// and waits, briefly, for its record to say it sleeps, or that it came up again
+// since (see downSince). It returns whether one of them does.
 // A refused connection waits here for the job's verdict.
 func (e *Engine) recheck(ctx context.Context, a *app, wake bool) bool {
-	if a.status().Asleep() {
+	from := a.rec.Load()
+	if downSince(from, from) {
 		return true
 	}
 	ch := a.changed()
@@ -463,16 +465,33 @@ func (e *Engine) recheck(ctx context.Context, a *app, wake bool) bool {
 	for {
 		select {
 		case <-ch:
-			if a.status().Asleep() {
+			if downSince(from, a.rec.Load()) {
 				return true
 			}
 			ch = a.changed()
 		case <-t.C:
-			return a.status().Asleep()
+			return downSince(from, a.rec.Load())
 		case <-ctx.Done():
 			return false
 		}
 	}
+}
+
+// downSince reports whether cur, the app's record now, says that it went down
+// after from, the record when its connection was refused: it sleeps or wakes, or
+// it came up again since (a later LastUpAt). The last case matters: a restart can
+// pass through WaitingForUp and back to Up before the waiter, woken by the first
+// change, reads the record (the app restarts fast, or the machine is loaded); the
+// refused request must then be held or dialled again as for a woken app, not
+// answered a 502 as if the app had stayed up refusing connections.
+func downSince(from, cur *Record) bool {
+	switch {
+	case cur == nil:
+		return false
+	case cur.Status.Asleep():
+		return true
+	}
+	return from != nil && cur.Status == StatusUp && !cur.LastUpAt.Equal(from.LastUpAt)
 }
 
 // recheckWait bounds how long a refused request waits for the job's verdict.

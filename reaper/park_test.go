@@ -237,6 +237,9 @@ func TestHold_ARequestRefusedByACrashedAppIsParkedThenSentAgain(t *testing.T) {
 	rig.fake.SetQuietly("app", paastest.App{State: paas.StateShouldBeDown})
 
 	ch := sendAll(rig.front.URL, post(rig.front.URL+"/order", "two coffees"))
+	// Parked counts the request from the step that may park it: it may still wait
+	// for the job's verdict (recheck) when the test goes on and the app comes
+	// back, which that verdict must then see (downSince).
 	testwait.For(t, 10*time.Second, "the refused request parked", func() bool { return rig.gw.Parked() == 1 })
 	testwait.For(t, 5*time.Second, "a start asked", func() bool { return rig.fake.Count("start", "app") == 1 })
 	app := &http.Server{Handler: rig}

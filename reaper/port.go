@@ -206,13 +206,14 @@ func (r *Route) Touch() { r.a.touch(time.Now()) }
 // Refused tells the engine that the app, believed up, refused a connection: it
 // crashed or was stopped outside reaper. The job observes it at once, with a wake
 // asked; Refused waits (a few seconds at most, or until ctx ends) for the record
-// to say it sleeps, and reports whether it does: then hold again.
+// to say it sleeps, or that it came up again since (a fast restart), and reports
+// whether it does: then hold again.
 func (r *Route) Refused(ctx context.Context) bool { return r.e.recheck(ctx, r.a, true) }
 
 // Recheck is Refused for a caller that counts as held while it waits for the
 // job's verdict (against max_held: ErrTooManyHeld when no place is left, and
 // nothing is asked), with a wake asked only when wake is set (never for a
-// monitor). It reports whether the app is now seen asleep.
+// monitor). It reports whether the app is now seen asleep, or up again since.
 func (r *Route) Recheck(ctx context.Context, wake bool) (asleep bool, err error) {
 	if !r.e.holds.take(r.a, r.cfg.MaxHeld) {
 		return false, ErrTooManyHeld

@@ -251,3 +251,66 @@ func TestPort_StartHoldEndsWithItsRecordOrIsCancelled(t *testing.T) {
 		}
 	})
 }
+
+// A crashed app that the job restarts fast goes Up, WaitingForUp, Up again; the
+// request whose connection was refused may read the record only after the last
+// change. It must see a restart there (and dial again), not an app that stayed
+// up refusing connections (the 502 after recheckWait that made
+// TestHold_ARequestRefusedByACrashedAppIsParkedThenSentAgain flaky under load).
+func TestPort_ARefusedConnectionSeesARestartItsWaiterReadsOnlyOnceOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, paastest.New("db"), "")
+		r := e.claim(config("db"))
+		a := e.engine.app("db")
+		t0 := time.Now()
+		a.rec.Store(&Record{AppID: "db", Status: StatusUp, LastUpAt: t0, LastStatusUpdate: t0})
+		got := make(chan bool, 1)
+		go func() { got <- r.Refused(context.Background()) }()
+		synctest.Wait() // the waiter holds the record it was refused under
+		// Both changes land before the waiter runs again.
+		a.rec.Store(&Record{AppID: "db", Status: StatusWaitingForUp, LastUpAt: t0, LastStatusUpdate: t0.Add(time.Millisecond)})
+		t1 := t0.Add(2 * time.Millisecond)
+		a.rec.Store(&Record{AppID: "db", Status: StatusUp, LastUpAt: t1, LastStatusUpdate: t1})
+		a.notifyMu.Lock()
+		close(a.notify)
+		a.notify = make(chan struct{})
+		a.notifyMu.Unlock()
+		synctest.Wait()
+		select {
+		case again := <-got:
+			if !again {
+				t.Error("Refused = false for an app that came up again since; want true (hold, then dial again)")
+			}
+		default:
+			t.Errorf("Refused still waits after the app came up again; after %v it answers %v", recheckWait, <-got)
+		}
+	})
+}
+
+// downSince decides, from the record a connection was refused under and the
+// record now, whether the app went down since (then the request is held or sent
+// again) or stayed up (then the 502).
+func TestDownSince(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	up := &Record{Status: StatusUp, LastUpAt: t0}
+	for _, c := range []struct {
+		name      string
+		from, cur *Record
+		want      bool
+	}{
+		{"still the same up", up, up, false},
+		{"up, its record rewritten", up, &Record{Status: StatusUp, LastUpAt: t0, LastCheckAt: t0.Add(time.Second)}, false},
+		{"down", up, &Record{Status: StatusDown, LastUpAt: t0}, true},
+		{"waking", up, &Record{Status: StatusWaitingForUp, LastUpAt: t0}, true},
+		{"stopping", up, &Record{Status: StatusWaitingForShutdown, LastUpAt: t0}, true},
+		{"up again since", up, &Record{Status: StatusUp, LastUpAt: t0.Add(time.Second)}, true},
+		{"in error", up, &Record{Status: StatusError, LastUpAt: t0}, false},
+		{"never observed", nil, nil, false},
+		{"first observed up", nil, up, false},
+		{"first observed down", nil, &Record{Status: StatusDown}, true},
+	} {
+		if got := downSince(c.from, c.cur); got != c.want {
+			t.Errorf("%s: downSince = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
