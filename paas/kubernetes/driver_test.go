@@ -167,7 +167,7 @@ func TestDriver_AnnotationAddedAtRunTimeIsDiscovered(t *testing.T) {
 			}
 		}
 	})
-	patch := `{"metadata":{"annotations":{"reaper.enable":"true","reaper.app_id":"store","reaper.grace_period":"90s"}}}`
+	patch := `{"metadata":{"annotations":{"reaper.enable":"true","reaper.app_id":"store","reaper.grace_period":"90s","reaper.busy_url":"http://store.shop:8080/busy"}}}`
 	if _, err := e.s.Admin(t).Apps.Deployments(e.ns).Patch(context.Background(), "shop", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +180,8 @@ func TestDriver_AnnotationAddedAtRunTimeIsDiscovered(t *testing.T) {
 		t.Fatal("annotated at run time: not owned")
 	}
 	hint, err := d.AppPolicy(paas.App{ID: "store"})
-	if err != nil || hint.GracePeriod != 90*time.Second {
-		t.Errorf("AppPolicy: %+v, %v; want 90s from reaper.grace_period", hint, err)
+	if err != nil || hint.GracePeriod != 90*time.Second || hint.BusyURL != "http://store.shop:8080/busy" || hint.BusyMax != 0 {
+		t.Errorf("AppPolicy: %+v, %v; want 90s from reaper.grace_period and reaper.busy_url", hint, err)
 	}
 	patch = `{"metadata":{"annotations":{"reaper.enable":null}}}`
 	if _, err := e.s.Admin(t).Apps.Deployments(e.ns).Patch(context.Background(), "shop", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
