@@ -13,10 +13,9 @@ import (
 // with the app's own grace period when it sets one. The app's wins, longer or
 // shorter, because its owner set it for this app alone, where a route's is a
 // default for whatever the route serves. The app's busy_url (and busy_max)
-// applies when no route of it sets one: a route-less group member has no
-// other way to get one. A hint that cannot be read (err)
-// changes nothing it could not read, and is returned as problem for the
-// operators. from says where the grace period came from, when from the hint.
+// applies only when no route of it sets one: a route-less group member has
+// no other way to get one. A hint that cannot be read (err) changes nothing
+// it could not read, and is returned as problem for the operators. from says where the grace period came from, when from the hint.
 // Pure.
 func applyHint(p Policy, h paas.PolicyHint, err error) (_ Policy, from, problem string) {
 	if h.GracePeriod > 0 {

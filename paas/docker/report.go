@@ -48,9 +48,10 @@ func (d *Driver) Cost(ctx context.Context, pa paas.App) (paas.Cost, error) {
 // container sets with the label reaper.grace_period, whether it asks for
 // Traefik with reaper.traefik, and the apps it needs (reaper.depends_on: the
 // engine starts them first and puts them to sleep after it) and its busy_url
-// (reaper.busy_url, reaper.busy_max), as read when the container was discovered (a
-// container recreated with another value is another discovery). Declared apps (paas.docker.apps)
-// set only their busy_url and busy_max; apps unknown to the driver set none. It never waits on the engine.
+// (reaper.busy_url, reaper.busy_max), as read when the container was
+// discovered (a container recreated with another value is another
+// discovery). Declared apps (paas.docker.apps) set only their busy_url and
+// busy_max; apps unknown to the driver set none. It never waits on the engine.
 func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	d.mu.Lock()
 	a, ok := d.discovered[pa.ID]
