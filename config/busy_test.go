@@ -41,3 +41,55 @@ routes:
 		t.Errorf("the error shows the token: %v", err)
 	}
 }
+
+// An app's own busy_url and busy_max, on its driver's entry (a route-less
+// worker has no route to set them on), are read and checked at their paths.
+func TestParse_AppBusyURL(t *testing.T) {
+	cfg, err := Parse([]byte(`
+node: {id: n1}
+paas:
+  driver: process
+  apps:
+    - {id: worker, command: ["./worker"], ready: {tcp: "127.0.0.1:3001"}, busy_url: "http://127.0.0.1:3001/busy", busy_max: 2h}
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.PaaS.Apps[0]; a.BusyURL != "http://127.0.0.1:3001/busy" || a.BusyMax.D().Hours() != 2 {
+		t.Errorf("paas.apps[0]: busy_url %q, busy_max %s", a.BusyURL, a.BusyMax.D())
+	}
+	_, err = Parse([]byte(`
+node: {id: n1}
+paas:
+  driver: process
+  apps:
+    - {id: worker, command: ["./worker"], ready: {tcp: "127.0.0.1:3001"}, busy_url: "http://u:s3cret@127.0.0.1:3001/busy", busy_max: 0.5}
+`), env(nil))
+	for _, want := range []string{
+		"paas.apps[0].busy_url: must not hold a user or password",
+		"paas.apps[0].busy_max: 500ms is not from 1s to 168h0m0s",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+	_, err = Parse([]byte(`
+paas:
+  driver: docker
+  docker:
+    host: unix:///run/docker-proxy.sock
+    apps:
+      - {id: worker, container: worker-1, busy_url: "tcp://127.0.0.1:3001/busy", busy_max: 169h}
+`), env(nil))
+	for _, want := range []string{
+		"paas.docker.apps[0].busy_url: is not an http(s) URL",
+		"paas.docker.apps[0].busy_max: 169h0m0s is not from 1s to 168h0m0s",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 )
 
@@ -257,6 +258,13 @@ type PolicyHint struct {
 	// while this one is, and puts them to sleep after it, as it does with the
 	// depends_on of the configuration file. nil: none.
 	DependsOn []string
+	// BusyURL is asked before the app is put to sleep, as a route's
+	// reaper.busy_url is (200: busy, 204 or 404: idle), for an app no route
+	// of which sets one: a route-less worker of a group. "": not set.
+	BusyURL string
+	// BusyMax is how long a failing BusyURL keeps the app up; 0: the
+	// default (an hour).
+	BusyMax time.Duration
 }
 
 // Meter is implemented by drivers that measure the apps they run, for operators
@@ -324,4 +332,31 @@ func ValidName(s string) bool {
 		}
 	}
 	return true
+}
+
+// MaxBusyMax bounds busy_max: a worker that fails to say it is idle for longer
+// is broken, not busy.
+const MaxBusyMax = 7 * 24 * time.Hour
+
+// CheckBusyURL says what is wrong with a busy_url (a route's, or an app's on
+// its driver), "" when nothing: it must be an http(s) URL without user info.
+// The URL is never quoted back: it may carry a token.
+func CheckBusyURL(busyURL string) string {
+	u, err := url.Parse(busyURL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return "is not an http(s) URL (http://127.0.0.1:3001/busy)"
+	case u.User != nil:
+		return "must not hold a user or password: put a token in the query or path"
+	}
+	return ""
+}
+
+// CheckBusyMax says what is wrong with a busy_max, "" when nothing: from 1s
+// to MaxBusyMax.
+func CheckBusyMax(d time.Duration) string {
+	if d < time.Second || d > MaxBusyMax {
+		return fmt.Sprintf("%s is not from 1s to %s", d, MaxBusyMax)
+	}
+	return ""
 }

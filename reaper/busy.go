@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas"
 )
 
 // A worker that pulls jobs from a queue gets no requests: its idle clock says
@@ -88,24 +89,16 @@ func busyPostponed(rec, next Record, why string, now time.Time) Record {
 	return kept
 }
 
-// maxBusyMax bounds busy_max: a worker that fails to say it is idle for longer
-// is broken, not busy.
-const maxBusyMax = 7 * 24 * time.Hour
-
-// checkBusy checks busy_url (an http or https URL) and busy_max.
+// checkBusy checks busy_url (an http or https URL) and busy_max, as the
+// drivers check an app's own (paas.CheckBusyURL).
 func (c *Config) checkBusy(path string, errs *conf.Errors) {
 	if c.BusyURL != "" {
-		u, err := url.Parse(c.BusyURL)
-		switch {
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			// Not quoted: it may carry a token.
-			errs.Add(conf.Key(path, "busy_url"), "is not an http(s) URL (http://127.0.0.1:3001/busy)")
-		case u.User != nil:
-			errs.Add(conf.Key(path, "busy_url"), "must not hold a user or password: put a token in the query or path")
+		if p := paas.CheckBusyURL(c.BusyURL); p != "" {
+			errs.Add(conf.Key(path, "busy_url"), "%s", p)
 		}
 	}
-	if c.BusyMax.D() < time.Second || c.BusyMax.D() > maxBusyMax {
-		errs.Add(conf.Key(path, "busy_max"), "%s is not from 1s to %s", c.BusyMax.D(), maxBusyMax)
+	if p := paas.CheckBusyMax(c.BusyMax.D()); p != "" {
+		errs.Add(conf.Key(path, "busy_max"), "%s", p)
 	}
 }
 

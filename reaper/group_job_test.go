@@ -2,7 +2,11 @@ package reaper
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -228,4 +232,59 @@ func TestJob_DependsOnWithoutAGroup(t *testing.T) {
 			t.Errorf("api: %s, want Up again", r.Status)
 		}
 	})
+}
+
+// A route-less worker of a group gets its busy_url from its driver
+// (paas.PolicyHint): while it answers 200 the group stays up past its grace
+// period, none of its members stopped; once it answers 204 the group sleeps.
+// Real clock, as the other busy_url tests: the probe is a real HTTP GET.
+func TestJob_RouteLessMemberWithHintedBusyURLKeepsItsGroupUp(t *testing.T) {
+	var status, asked atomic.Int32
+	status.Store(http.StatusOK)
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.WriteHeader(int(status.Load()))
+	}))
+	defer worker.Close()
+
+	fake := upApp("web", "worker")
+	fake.SetHint("worker", paas.PolicyHint{BusyURL: worker.URL + "/busy"}, nil)
+	e := realEnv(t, fake, 0)
+	e.engine.opts.Policies = fake
+	p := e.route(config("web", func(c *Config) { c.GracePeriod = conf.Duration(200 * time.Millisecond) }))
+	e.engine.SetTopology(Topology{Groups: []Group{{ID: "jobs", Apps: []string{"web", "worker"}}}})
+	e.start()
+	defer e.stop()
+	defer func() {
+		if t.Failed() {
+			t.Logf("busy_url asked %d times; calls %v; logs:\n%s", asked.Load(), startsAndStops(fake), e.logs.String())
+		}
+	}()
+	pollUntil(t, 30*time.Second, "web seen up", func() bool { return p.route.a.status() == StatusUp })
+
+	// Idle since the start, the worker busy: asked again and again, no member stopped.
+	pollUntil(t, 30*time.Second, "the worker's busy_url asked 5 times", func() bool {
+		if stops := countOf(startsAndStops(fake), "stop web") + countOf(startsAndStops(fake), "stop worker"); stops != 0 {
+			t.Fatalf("a member stopped while the worker's busy_url answers 200: %v", startsAndStops(fake))
+		}
+		return asked.Load() >= 5
+	})
+	if rec, _ := e.engine.Record("worker"); rec.Status != StatusUp || rec.Busy == nil {
+		t.Fatalf("worker: %s, busy %+v; want Up and busy", rec.Status, rec.Busy)
+	}
+
+	status.Store(http.StatusNoContent)
+	pollUntil(t, 30*time.Second, "the group asleep once the worker answers 204", func() bool {
+		w, _ := e.engine.Record("worker")
+		return w.Status == StatusDown && p.route.a.status() == StatusDown
+	})
+	var stops []string
+	for _, c := range startsAndStops(fake) {
+		if strings.HasPrefix(c, "stop ") {
+			stops = append(stops, c[5:])
+		}
+	}
+	if !slices.Equal(stops, []string{"worker", "web"}) {
+		t.Errorf("stops %v, want worker then web", stops)
+	}
 }

@@ -131,3 +131,35 @@ func TestJob_DependsOnFromTheDriversHint(t *testing.T) {
 		}
 	})
 }
+
+// An app's own busy_url (its driver's entry or label) applies when no route of
+// it sets one, with its busy_max or the default; a route's busy_url wins, with
+// its own busy_max.
+func TestApplyHint_BusyURL(t *testing.T) {
+	const routeURL, appURL = "http://127.0.0.1:3001/busy", "http://127.0.0.1:4001/busy"
+	for _, tc := range []struct {
+		name    string
+		routes  Policy
+		hint    paas.PolicyHint
+		url     string
+		busyMax time.Duration
+	}{
+		{"none", Policy{BusyMax: DefaultBusyMax}, paas.PolicyHint{}, "", DefaultBusyMax},
+		{"the route's alone", Policy{BusyURL: routeURL, BusyMax: 2 * time.Hour}, paas.PolicyHint{}, routeURL, 2 * time.Hour},
+		{"the route's wins over the app's", Policy{BusyURL: routeURL, BusyMax: 2 * time.Hour},
+			paas.PolicyHint{BusyURL: appURL, BusyMax: time.Minute}, routeURL, 2 * time.Hour},
+		{"the app's when the routes set none", Policy{BusyMax: DefaultBusyMax},
+			paas.PolicyHint{BusyURL: appURL, BusyMax: time.Minute}, appURL, time.Minute},
+		{"a route-less member: the app's, default busy_max", Policy{},
+			paas.PolicyHint{BusyURL: appURL}, appURL, DefaultBusyMax},
+		{"a busy_max without a busy_url changes nothing", Policy{BusyMax: DefaultBusyMax},
+			paas.PolicyHint{BusyMax: time.Minute}, "", DefaultBusyMax},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, _ := applyHint(tc.routes, tc.hint, nil)
+			if p.BusyURL != tc.url || p.BusyMax != tc.busyMax {
+				t.Errorf("busy_url %q, busy_max %s; want %q, %s", p.BusyURL, p.BusyMax, tc.url, tc.busyMax)
+			}
+		})
+	}
+}

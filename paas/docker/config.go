@@ -102,6 +102,12 @@ type AppConfig struct {
 	PricePerHour float64 `yaml:"price_per_hour"`
 	// Currency of PricePerHour; empty means EUR.
 	Currency string `yaml:"currency"`
+	// BusyURL is asked before the app is put to sleep (200: busy, 204 or
+	// 404: idle), when no route of it sets reaper's busy_url: a route-less
+	// worker of a group. reaper's engine honours it (Driver.AppPolicy).
+	BusyURL string `yaml:"busy_url"`
+	// BusyMax is how long a failing BusyURL keeps the app up; 0: an hour.
+	BusyMax conf.Duration `yaml:"busy_max"`
 }
 
 // Validate checks one app; the decoder calls it for each paas.docker.apps[] item.
@@ -136,6 +142,7 @@ func (c *AppConfig) check(path string, errs *conf.Errors) {
 			errs.Add(conf.Index(conf.Key(path, "depends_on"), i), "an app cannot depend on itself")
 		}
 	}
+	c.checkBusy(path, errs)
 	if c.PricePerHour < 0 || math.IsNaN(c.PricePerHour) || math.IsInf(c.PricePerHour, 0) {
 		errs.Add(conf.Key(path, "price_per_hour"), "must be a price of zero or more, not %v", c.PricePerHour)
 	}
@@ -297,4 +304,18 @@ func validCurrency(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkBusy checks busy_url and busy_max, as a route's are checked.
+func (c *AppConfig) checkBusy(path string, errs *conf.Errors) {
+	if c.BusyURL != "" {
+		if p := paas.CheckBusyURL(c.BusyURL); p != "" {
+			errs.Add(conf.Key(path, "busy_url"), "%s", p)
+		}
+	}
+	if c.BusyMax != 0 {
+		if p := paas.CheckBusyMax(c.BusyMax.D()); p != "" {
+			errs.Add(conf.Key(path, "busy_max"), "%s", p)
+		}
+	}
 }

@@ -14,7 +14,7 @@ func TestFromLabels_ReadsEveryKey(t *testing.T) {
 	c, problem := fromLabels("web-1", map[string]string{
 		LabelEnable: "true", LabelAppID: "web", LabelStopMethod: "pause", LabelStopTimeout: "30s",
 		LabelReadyHTTP: "http://web-1:8080/health", LabelReadyInterval: "50ms", LabelDependsOn: "db, cache,",
-		LabelPricePerHour: "0.5", LabelCurrency: "USD",
+		LabelPricePerHour: "0.5", LabelCurrency: "USD", LabelBusyURL: " http://web-1:8080/busy ", LabelBusyMax: "20m",
 	})
 	if problem != "" {
 		t.Fatal(problem)
@@ -22,7 +22,8 @@ func TestFromLabels_ReadsEveryKey(t *testing.T) {
 	s := c.resolve("local")
 	if s.id != "web" || s.container != "web-1" || s.method != MethodPause || s.timeout != 30*time.Second ||
 		s.ready == nil || s.ready.HTTP != "http://web-1:8080/health" || s.ready.Steady() != 50*time.Millisecond ||
-		strings.Join(s.dependsOn, ",") != "db,cache" || s.price != 0.5 || s.currency != "USD" || s.host != "local" {
+		strings.Join(s.dependsOn, ",") != "db,cache" || s.price != 0.5 || s.currency != "USD" || s.host != "local" ||
+		s.busyURL != "http://web-1:8080/busy" || s.busyMax != 20*time.Minute {
 		t.Errorf("spec %+v", s)
 	}
 }
@@ -35,16 +36,24 @@ func TestFromLabels_DefaultsAndProblems(t *testing.T) {
 	}
 	_, problem = fromLabels("x", map[string]string{
 		LabelEnable: "true", LabelStopMethod: "freeze", LabelStopTimeout: "soon", LabelReadyTCP: "nope",
-		LabelPricePerHour: "cheap", LabelDependsOn: "x",
+		LabelPricePerHour: "cheap", LabelDependsOn: "x", LabelBusyURL: "web-1:8080/busy?token=s3cret", LabelBusyMax: "2s0",
 	})
 	for _, want := range []string{
 		`reaper.stop_method: "freeze" is not a stop method`, `reaper.stop_timeout: "soon" is not a duration`,
 		`reaper.ready.tcp: "nope" is not host:port`, `reaper.price_per_hour: "cheap" is not a price`,
 		"reaper.depends_on[0]: an app cannot depend on itself",
+		"reaper.busy_url: is not an http(s) URL", `reaper.busy_max: "2s0" is not a duration`,
 	} {
 		if !strings.Contains(problem, want) {
 			t.Errorf("missing %q in %q", want, problem)
 		}
+	}
+	if strings.Contains(problem, "s3cret") {
+		t.Errorf("the problem shows the busy_url's token: %q", problem)
+	}
+	if _, problem = fromLabels("w", map[string]string{LabelEnable: "true", LabelBusyMax: "200h"}); !strings.Contains(problem,
+		"reaper.busy_max: 200h0m0s is not from 1s to 168h0m0s") {
+		t.Errorf("busy_max out of bounds: %q", problem)
 	}
 }
 

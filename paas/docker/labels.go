@@ -27,6 +27,12 @@ const (
 	LabelDependsOn     = "reaper.depends_on"     // app ids, comma-separated
 	LabelPricePerHour  = "reaper.price_per_hour" // 0.05
 	LabelCurrency      = "reaper.currency"       // EUR
+	// LabelBusyURL is asked before the app is put to sleep (200: busy),
+	// when no route of it sets a busy_url; LabelBusyMax bounds how long a
+	// failing one keeps it up (1h). reaper's, like LabelGracePeriod
+	// (Driver.AppPolicy).
+	LabelBusyURL = "reaper.busy_url"
+	LabelBusyMax = "reaper.busy_max"
 	// LabelGracePeriod is the app's idle time before sleep (15m): unlike the
 	// others it is not the driver's but reaper's, and wins over the grace period
 	// of the routes that manage the app (Driver.AppPolicy). A value that cannot
@@ -98,6 +104,14 @@ func fromLabels(name string, labels map[string]string) (AppConfig, string) {
 		}
 	}
 	c.Currency = strings.TrimSpace(labels[LabelCurrency])
+	c.BusyURL = strings.TrimSpace(labels[LabelBusyURL])
+	if v, ok := labels[LabelBusyMax]; ok {
+		if d, err := conf.ParseDuration(v); err != nil {
+			errs.Add(LabelBusyMax, "%s", err.Error())
+		} else {
+			c.BusyMax = conf.Duration(d)
+		}
+	}
 	c.check("reaper", &errs) // paths such as reaper.stop_method: the labels' names
 	if err := errs.Err(); err != nil {
 		return c, strings.ReplaceAll(err.Error(), "\n", "; ")
@@ -148,6 +162,8 @@ type spec struct {
 	dependsOn []string
 	price     float64
 	currency  string
+	busyURL   string        // busy_url, for reaper (AppPolicy); "": not set
+	busyMax   time.Duration // busy_max; 0: reaper's default
 	problem   string        // its labels could not be read: seen, never started or stopped
 	grace     time.Duration // reaper.grace_period, for reaper (AppPolicy); 0: not set
 	graceErr  error         // reaper.grace_period is set but cannot be used
@@ -162,6 +178,7 @@ func (c *AppConfig) resolve(host string) spec {
 		id: c.ID, container: c.Container, host: host,
 		method: c.StopMethod, timeout: c.StopTimeout.D(), ready: c.Ready,
 		dependsOn: c.DependsOn, price: c.PricePerHour, currency: c.Currency,
+		busyURL: c.BusyURL, busyMax: c.BusyMax.D(),
 	}
 	if s.method == "" {
 		s.method = MethodStop

@@ -47,17 +47,24 @@ func (d *Driver) Cost(ctx context.Context, pa paas.App) (paas.Cost, error) {
 // AppPolicy implements paas.PolicyHinter: the grace period a discovered app's
 // container sets with the label reaper.grace_period, whether it asks for
 // Traefik with reaper.traefik, and the apps it needs (reaper.depends_on: the
-// engine starts them first and puts them to sleep after it), as read when the container was discovered (a
-// container recreated with another value is another discovery). Declared apps (paas.docker.apps) and apps unknown to the driver
-// set none. It never waits on the engine.
+// engine starts them first and puts them to sleep after it) and its busy_url
+// (reaper.busy_url, reaper.busy_max), as read when the container was
+// discovered (a container recreated with another value is another
+// discovery). Declared apps (paas.docker.apps) set only their busy_url and
+// busy_max; apps unknown to the driver set none. It never waits on the engine.
 func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	d.mu.Lock()
 	a, ok := d.discovered[pa.ID]
+	declared := d.configured[pa.ID]
 	d.mu.Unlock()
 	if !ok {
+		if declared != nil && declared.spec.busyURL != "" {
+			return paas.PolicyHint{BusyURL: declared.spec.busyURL, BusyMax: declared.spec.busyMax}, nil
+		}
 		return paas.PolicyHint{}, nil
 	}
-	h := paas.PolicyHint{GracePeriod: a.spec.grace, Traefik: a.spec.traefik, DependsOn: slices.Clone(a.spec.dependsOn)}
+	h := paas.PolicyHint{GracePeriod: a.spec.grace, Traefik: a.spec.traefik, DependsOn: slices.Clone(a.spec.dependsOn),
+		BusyURL: a.spec.busyURL, BusyMax: a.spec.busyMax}
 	if h.GracePeriod > 0 {
 		h.From = "label " + LabelGracePeriod + " of container " + a.spec.container
 	}

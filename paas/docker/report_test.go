@@ -100,3 +100,28 @@ func TestDriver_TraefikLabelIsTheAppsHint(t *testing.T) {
 		t.Errorf("a declared app's labels are not read: %+v, %v", h, err)
 	}
 }
+
+// A discovered app's reaper.busy_url and reaper.busy_max labels, and a
+// declared app's busy_url and busy_max, are the app's hint for the engine.
+func TestDriver_BusyURLIsTheAppsHint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	name, addr := e.demo("busyworker", nil)
+	dockertest.Docker(t, "rm", name)
+	dockertest.Docker(t, "create", "--name", name, "-p", addr+":8080", "--label", "reaper.enable=true",
+		"--label", "reaper.app_id=busyworker", "--label", "reaper.ready.http=http://"+addr+"/healthz",
+		"--label", "reaper.busy_url=http://"+addr+"/busy", "--label", "reaper.busy_max=5m",
+		e.image, "--listen", ":8080")
+	declared, daddr := e.demo("busydeclared", nil)
+	app := demoApp("busydeclared", declared, daddr)
+	app.BusyURL = "http://" + daddr + "/busy"
+	d := e.driver(Config{Apps: []AppConfig{app}})
+
+	if h, err := d.AppPolicy(paas.App{ID: "busyworker"}); err != nil || h.BusyURL != "http://"+addr+"/busy" || h.BusyMax != 5*time.Minute {
+		t.Errorf("labelled: %+v, %v; want its busy_url and 5m", h, err)
+	}
+	want := paas.PolicyHint{BusyURL: "http://" + daddr + "/busy"}
+	if h, err := d.AppPolicy(paas.App{ID: "busydeclared"}); !reflect.DeepEqual(h, want) || err != nil {
+		t.Errorf("declared: %+v, %v; want %+v", h, err, want)
+	}
+}

@@ -3,8 +3,10 @@ package kubernetes
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/paas"
 )
 
@@ -20,6 +22,12 @@ const (
 	AnnotationGracePeriod = "reaper.grace_period"
 	// AnnotationReplicas is the count a wake scales to (1 to MaxReplicas).
 	AnnotationReplicas = "reaper.replicas"
+	// AnnotationBusyURL is asked before the app is put to sleep (200: busy),
+	// when no route of it sets a busy_url; AnnotationBusyMax bounds how long
+	// a failing one keeps it up (default 1h). paas.PolicyHinter, as the
+	// grace period.
+	AnnotationBusyURL = "reaper.busy_url"
+	AnnotationBusyMax = "reaper.busy_max"
 )
 
 // enabled reports whether the annotations opt the workload in.
@@ -65,4 +73,29 @@ func gracePeriodOf(ann map[string]string) (time.Duration, error) {
 		return 0, fmt.Errorf("annotation %s: %q is not a duration (90s, 15m, or seconds)", AnnotationGracePeriod, v)
 	}
 	return d, nil
+}
+
+// busyOf reads reaper.busy_url and reaper.busy_max: "" and 0 when absent; an
+// error when unusable (the URL is not quoted: it may hold a token), and then
+// no busy_url at all, so that a bad busy_max does not pass for the default.
+func busyOf(ann map[string]string) (string, time.Duration, error) {
+	u := strings.TrimSpace(ann[AnnotationBusyURL])
+	if u == "" {
+		return "", 0, nil
+	}
+	if p := paas.CheckBusyURL(u); p != "" {
+		return "", 0, fmt.Errorf("annotation %s: %s", AnnotationBusyURL, p)
+	}
+	v, ok := ann[AnnotationBusyMax]
+	if !ok || v == "" {
+		return u, 0, nil
+	}
+	d, err := conf.ParseDuration(v)
+	if err != nil {
+		return "", 0, fmt.Errorf("annotation %s: %w", AnnotationBusyMax, err)
+	}
+	if p := paas.CheckBusyMax(d); p != "" {
+		return "", 0, fmt.Errorf("annotation %s: %s", AnnotationBusyMax, p)
+	}
+	return u, d, nil
 }

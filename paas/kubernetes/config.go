@@ -62,6 +62,12 @@ type AppConfig struct {
 	// Ready is a readiness probe (through the workload's Service) that must
 	// pass too, after the workload counts a ready replica.
 	Ready *probe.Config `yaml:"ready"`
+	// BusyURL is asked before the app is put to sleep (200: busy, 204 or
+	// 404: idle), when no route of it sets reaper's busy_url: a route-less
+	// worker of a group. It wins over the reaper.busy_url annotation.
+	BusyURL string `yaml:"busy_url"`
+	// BusyMax is how long a failing BusyURL keeps the app up; 0: an hour.
+	BusyMax conf.Duration `yaml:"busy_max"`
 }
 
 // AnnotationsOn reports whether discovery from annotations is on.
@@ -148,6 +154,16 @@ func (a AppConfig) validate(path string, namespaces []string, errs *conf.Errors)
 	}
 	if a.Ready != nil {
 		a.Ready.Check(conf.Key(path, "ready"), errs)
+	}
+	if a.BusyURL != "" {
+		if p := paas.CheckBusyURL(a.BusyURL); p != "" {
+			errs.Add(conf.Key(path, "busy_url"), "%s", p)
+		}
+	}
+	if a.BusyMax != 0 {
+		if p := paas.CheckBusyMax(a.BusyMax.D()); p != "" {
+			errs.Add(conf.Key(path, "busy_max"), "%s", p)
+		}
 	}
 }
 

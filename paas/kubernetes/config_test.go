@@ -25,6 +25,9 @@ func TestConfig_ValidateNamesTheField(t *testing.T) {
 		{"replicas", Config{Apps: []AppConfig{{ID: "web", Replicas: 5000}}}, "paas.kubernetes.apps[0].replicas: must be from 1 to 1000"},
 		{"bad namespace", Config{Namespaces: []string{"Shop"}}, `paas.kubernetes.namespaces[0]: "Shop" is not a namespace name`},
 		{"duplicate namespace", Config{Namespaces: []string{"a", "a"}}, `paas.kubernetes.namespaces[1]: "a" is already listed`},
+		{"busy_url", Config{Apps: []AppConfig{{ID: "web", BusyURL: "http://web.shop:8080/busy", BusyMax: conf.Duration(time.Hour)}}}, ""},
+		{"bad busy_url", Config{Apps: []AppConfig{{ID: "web", BusyURL: "http://u:p@web/busy"}}}, "paas.kubernetes.apps[0].busy_url: must not hold a user or password"},
+		{"bad busy_max", Config{Apps: []AppConfig{{ID: "web", BusyMax: conf.Duration(time.Millisecond)}}}, "paas.kubernetes.apps[0].busy_max: 1ms is not from 1s to 168h0m0s"},
 		{"kubeconfig", Config{Kubeconfig: "/nonexistent/kubeconfig"}, "paas.kubernetes.kubeconfig:"},
 	}
 	for _, tc := range tests {
@@ -68,6 +71,24 @@ func TestAnnotations(t *testing.T) {
 	}
 	if _, err := gracePeriodOf(map[string]string{AnnotationGracePeriod: "soon"}); err == nil {
 		t.Error("grace_period soon: no error")
+	}
+	if u, m, err := busyOf(map[string]string{AnnotationBusyURL: "http://w:8080/busy", AnnotationBusyMax: "30m"}); u != "http://w:8080/busy" || m != 30*time.Minute || err != nil {
+		t.Errorf("busy_url: %q, %v, %v", u, m, err)
+	}
+	if u, m, err := busyOf(map[string]string{AnnotationBusyMax: "30m"}); u != "" || m != 0 || err != nil {
+		t.Errorf("busy_max alone: %q, %v, %v; want nothing", u, m, err)
+	}
+	for ann, want := range map[[2]string]string{
+		{"w:8080/busy?token=s3cret", ""}:  "annotation reaper.busy_url: is not an http(s) URL",
+		{"http://w/busy", "soon"}:         `annotation reaper.busy_max: "soon" is not a duration`,
+		{"http://w/busy", "8d"}:           `annotation reaper.busy_max: "8d" is not a duration`,
+		{"http://w/busy", "200h"}:         "annotation reaper.busy_max: 200h0m0s is not from 1s to 168h0m0s",
+		{"https://u:s3cret@w/busy", "1h"}: "annotation reaper.busy_url: must not hold a user or password",
+	} {
+		u, _, err := busyOf(map[string]string{AnnotationBusyURL: ann[0], AnnotationBusyMax: ann[1]})
+		if u != "" || err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%v: %q, %v; want none and %q, no token", ann, u, err, want)
+		}
 	}
 	if id, err := appID(map[string]string{}, "web"); id != "web" || err != nil {
 		t.Errorf("app id default: %q, %v", id, err)

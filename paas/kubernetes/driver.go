@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -249,25 +250,39 @@ func (d *Driver) Owns(appID string) bool {
 }
 
 // AppPolicy returns the grace period of the workload's reaper.grace_period
-// annotation (paas.PolicyHinter), from memory.
+// annotation and its busy_url: paas.kubernetes.apps[].busy_url, else the
+// reaper.busy_url annotation (paas.PolicyHinter), from memory. What cannot be
+// read is left out and said in the error.
 func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	a, err := d.lookup(pa.ID)
 	if err != nil {
 		return paas.PolicyHint{}, nil
 	}
+	var h paas.PolicyHint
+	if a.declared != nil && a.declared.BusyURL != "" {
+		h.BusyURL, h.BusyMax = a.declared.BusyURL, a.declared.BusyMax.D()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.v == nil {
-		return paas.PolicyHint{}, nil
+		return h, nil
 	}
+	var problems []string
 	g, err := gracePeriodOf(a.v.annotations)
 	if err != nil {
-		return paas.PolicyHint{}, fmt.Errorf("%s: %w", a.ref, err)
+		problems = append(problems, err.Error())
+	} else if g > 0 {
+		h.GracePeriod, h.From = g, "annotation "+AnnotationGracePeriod+" of "+a.ref.String()
 	}
-	if g == 0 {
-		return paas.PolicyHint{}, nil
+	if h.BusyURL == "" {
+		if h.BusyURL, h.BusyMax, err = busyOf(a.v.annotations); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
-	return paas.PolicyHint{GracePeriod: g, From: "annotation " + AnnotationGracePeriod + " of " + a.ref.String()}, nil
+	if len(problems) > 0 {
+		return h, fmt.Errorf("%s: %s", a.ref, strings.Join(problems, "; "))
+	}
+	return h, nil
 }
 
 // Measured returns the time the last wake of ours took, from the scale call to

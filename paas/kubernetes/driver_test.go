@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	autoscalingclient "k8s.io/client-go/kubernetes/typed/autoscaling/v2"
 
+	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/freeport"
 	"github.com/reapergw/reaper/internal/kubetest"
 	"github.com/reapergw/reaper/internal/testwait"
@@ -167,7 +168,7 @@ func TestDriver_AnnotationAddedAtRunTimeIsDiscovered(t *testing.T) {
 			}
 		}
 	})
-	patch := `{"metadata":{"annotations":{"reaper.enable":"true","reaper.app_id":"store","reaper.grace_period":"90s"}}}`
+	patch := `{"metadata":{"annotations":{"reaper.enable":"true","reaper.app_id":"store","reaper.grace_period":"90s","reaper.busy_url":"http://store.shop:8080/busy"}}}`
 	if _, err := e.s.Admin(t).Apps.Deployments(e.ns).Patch(context.Background(), "shop", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +181,8 @@ func TestDriver_AnnotationAddedAtRunTimeIsDiscovered(t *testing.T) {
 		t.Fatal("annotated at run time: not owned")
 	}
 	hint, err := d.AppPolicy(paas.App{ID: "store"})
-	if err != nil || hint.GracePeriod != 90*time.Second {
-		t.Errorf("AppPolicy: %+v, %v; want 90s from reaper.grace_period", hint, err)
+	if err != nil || hint.GracePeriod != 90*time.Second || hint.BusyURL != "http://store.shop:8080/busy" || hint.BusyMax != 0 {
+		t.Errorf("AppPolicy: %+v, %v; want 90s from reaper.grace_period and reaper.busy_url", hint, err)
 	}
 	patch = `{"metadata":{"annotations":{"reaper.enable":null}}}`
 	if _, err := e.s.Admin(t).Apps.Deployments(e.ns).Patch(context.Background(), "shop", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -337,4 +338,18 @@ func TestCheckHPAs(t *testing.T) {
 			t.Errorf("CheckHPAs of a cluster nothing answers for = %q, want one line naming the address", got)
 		}
 	})
+}
+
+// A declared app's busy_url (paas.kubernetes.apps[]) is its hint, over its
+// workload's reaper.busy_url annotation; the annotation's grace period is
+// still read.
+func TestDriver_DeclaredBusyURLWinsOverTheAnnotation(t *testing.T) {
+	e := newEnv(t)
+	e.s.Deployment(t, e.ns, "worker", 0, map[string]string{"reaper.busy_url": "http://annotated:8080/busy", "reaper.grace_period": "2m"})
+	d := e.driver(Config{Apps: []AppConfig{{ID: "worker", BusyURL: "http://declared:8080/busy", BusyMax: conf.Duration(time.Minute)}}}, kubetest.AdminUser)
+	observe(t, d, "worker")
+	h, err := d.AppPolicy(paas.App{ID: "worker"})
+	if err != nil || h.BusyURL != "http://declared:8080/busy" || h.BusyMax != time.Minute || h.GracePeriod != 2*time.Minute {
+		t.Errorf("AppPolicy: %+v, %v; want the declared busy_url and 1m, and the annotation's 2m grace period", h, err)
+	}
 }

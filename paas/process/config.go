@@ -69,6 +69,12 @@ type AppConfig struct {
 	// sleep while it is awake. reaper's engine honours it, not this driver
 	// (docs/groups-and-workers.md); the configuration's check verifies the ids.
 	DependsOn []string `yaml:"depends_on"`
+	// BusyURL is asked before the app is put to sleep (200: busy, 204 or
+	// 404: idle), when no route of it sets reaper's busy_url: a route-less
+	// worker of a group. The engine honours it (paas.PolicyHint).
+	BusyURL string `yaml:"busy_url"`
+	// BusyMax is how long a failing BusyURL keeps the app up; 0: an hour.
+	BusyMax conf.Duration `yaml:"busy_max"`
 }
 
 // ReadyConfig is the readiness probe of an app: exactly one of tcp, http, postgres
@@ -106,11 +112,26 @@ func (c *AppConfig) Validate(path string, errs *conf.Errors) {
 		errs.Add(conf.Key(path, "stop_signal"), "%s is not a signal reaper can send (use SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1 or SIGUSR2)", strconv.Quote(c.StopSignal))
 	}
 	c.Ready.Check(conf.Key(path, "ready"), errs)
+	c.checkBusy(path, errs)
 	if c.PricePerHour < 0 || math.IsNaN(c.PricePerHour) || math.IsInf(c.PricePerHour, 0) {
 		errs.Add(conf.Key(path, "price_per_hour"), "must be a price of zero or more, not %v", c.PricePerHour)
 	}
 	if c.Currency != "" && !validCurrency(c.Currency) {
 		errs.Add(conf.Key(path, "currency"), "%s is not a currency code (three capital letters, e.g. EUR or USD)", strconv.Quote(c.Currency))
+	}
+}
+
+// checkBusy checks busy_url and busy_max, as a route's are checked.
+func (c *AppConfig) checkBusy(path string, errs *conf.Errors) {
+	if c.BusyURL != "" {
+		if p := paas.CheckBusyURL(c.BusyURL); p != "" {
+			errs.Add(conf.Key(path, "busy_url"), "%s", p)
+		}
+	}
+	if c.BusyMax != 0 {
+		if p := paas.CheckBusyMax(c.BusyMax.D()); p != "" {
+			errs.Add(conf.Key(path, "busy_max"), "%s", p)
+		}
 	}
 }
 
@@ -166,6 +187,8 @@ type spec struct {
 	interval    time.Duration
 	price       float64
 	currency    string
+	busyURL     string
+	busyMax     time.Duration
 }
 
 // resolve applies the defaults; lookup reads reaper's environment.
@@ -181,6 +204,8 @@ func (c *AppConfig) resolve(dataDir string, lookup func(string) (string, bool)) 
 		interval:    c.Ready.Interval.D(),
 		price:       c.PricePerHour,
 		currency:    c.Currency,
+		busyURL:     c.BusyURL,
+		busyMax:     c.BusyMax.D(),
 	}
 	if s.currency == "" {
 		s.currency = "EUR"

@@ -17,9 +17,10 @@ import (
 )
 
 var (
-	_ paas.Client  = (*Driver)(nil)
-	_ paas.Watcher = (*Driver)(nil)
-	_ paas.Owner   = (*Driver)(nil)
+	_ paas.Client       = (*Driver)(nil)
+	_ paas.Watcher      = (*Driver)(nil)
+	_ paas.Owner        = (*Driver)(nil)
+	_ paas.PolicyHinter = (*Driver)(nil)
 
 	_ paas.ReadinessWaiter = (*Driver)(nil)
 )
@@ -308,6 +309,16 @@ func (d *Driver) Close() error {
 	d.probe.Close()
 	_ = d.lock.Close()
 	return nil
+}
+
+// AppPolicy implements paas.PolicyHinter: the app's busy_url and busy_max of
+// paas.apps[], from memory.
+func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
+	a, ok := d.apps[pa.ID]
+	if !ok || a.spec.busyURL == "" {
+		return paas.PolicyHint{}, nil
+	}
+	return paas.PolicyHint{BusyURL: a.spec.busyURL, BusyMax: a.spec.busyMax}, nil
 }
 
 func (d *Driver) lookup(pa paas.App) (*app, error) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -364,5 +365,28 @@ func TestDriver_RelativeCommandRunsInDir(t *testing.T) {
 	obs := r.untilState(t, "rel", paas.StateShouldBeDown)
 	if want := "exited with status 0 before it was ready; last output:\n" + dir; obs.Deployment.Cause != want {
 		t.Errorf("cause = %q, want %q", obs.Deployment.Cause, want)
+	}
+}
+
+// An app's busy_url and busy_max are its hint for the engine
+// (paas.PolicyHinter); an app without one, or unknown, has none.
+func TestDriver_BusyURLIsTheAppsHint(t *testing.T) {
+	d, err := New(Options{DataDir: t.TempDir(), Apps: []AppConfig{
+		{ID: "worker", Command: []string{"true"}, Ready: ReadyConfig{TCP: "127.0.0.1:1"},
+			BusyURL: "http://127.0.0.1:3001/busy", BusyMax: conf.Duration(10 * time.Minute)},
+		{ID: "web", Command: []string{"true"}, Ready: ReadyConfig{TCP: "127.0.0.1:1"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	want := paas.PolicyHint{BusyURL: "http://127.0.0.1:3001/busy", BusyMax: 10 * time.Minute}
+	if h, err := d.AppPolicy(paas.App{ID: "worker"}); !reflect.DeepEqual(h, want) || err != nil {
+		t.Errorf("worker: %+v, %v; want %+v", h, err, want)
+	}
+	for _, id := range []string{"web", "nope"} {
+		if h, err := d.AppPolicy(paas.App{ID: id}); !reflect.DeepEqual(h, paas.PolicyHint{}) || err != nil {
+			t.Errorf("%s: %+v, %v; want no hint", id, h, err)
+		}
 	}
 }
