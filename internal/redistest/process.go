@@ -1,8 +1,11 @@
 package redistest
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -93,4 +96,24 @@ func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// state says what the process is doing, for a start that timed out: its pid
+// and the state and wait channel the kernel gives (/proc; "unknown" elsewhere).
+// A redis-server that neither answers nor exits for ReadyTimeout was seen once
+// under CI's load, with no output: this is what the next one will tell.
+func (p *process) state() string {
+	pid := p.cmd.Process.Pid
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return fmt.Sprintf("pid %d: %v", pid, err)
+	}
+	wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+	// stat is "pid (comm) state ...": the state is the field after the comm.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	st := "?"
+	if len(f) > 0 {
+		st = f[0]
+	}
+	return fmt.Sprintf("pid %d state %s wchan %q", pid, st, wchan)
 }

@@ -274,9 +274,10 @@ func (s *Server) start(port int) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			state := p.state() // before the kill: what the process was doing all that time
 			p.kill()
-			return fmt.Errorf("redis-server did not answer PING on %s within %v (last: %q, %v); output:\n%s",
-				addr, ReadyTimeout, reply, err, p.out.String())
+			return fmt.Errorf("redis-server did not answer PING on %s within %v (last: %q, %v; process %s); output:\n%s",
+				addr, ReadyTimeout, reply, err, state, p.out.String())
 		}
 	}
 	s.mu.Lock()
