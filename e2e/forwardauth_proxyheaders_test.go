@@ -115,6 +115,9 @@ func TestForwardAuth_AsTraefikAsks(t *testing.T) {
 		resp, _ := traefikCall(t, auth, "GET", "web.test", "/", "", "Accept", "text/html")
 		return allowed(resp)
 	})
+	// reaper's log is read from a pipe and may lag behind the app's answer:
+	// its Up line first, then the starts before it are all there.
+	testwait.For(t, 15*time.Second, "web's Up line in reaper's log", func() bool { return logIndex(p, statusChanged("web", "Up")) >= 0 })
 	if n := starts(p, "web"); n != 1 {
 		t.Errorf("web started %d times, want 1", n)
 	}
@@ -164,6 +167,9 @@ func TestForwardAuth_AsEnvoyAsks(t *testing.T) {
 	if resp, _ := envoyCall(t, auth, "GET", "nope.test", "/"); resp.StatusCode != 404 {
 		t.Errorf("unknown host: %d", resp.StatusCode)
 	}
+	// reaper's log is read from a pipe and may lag behind the app's answer:
+	// its Up line first, then the starts before it are all there.
+	testwait.For(t, 15*time.Second, "web's Up line in reaper's log", func() bool { return logIndex(p, statusChanged("web", "Up")) >= 0 })
 	if n := starts(p, "web"); n != 1 {
 		t.Errorf("web started %d times, want 1", n)
 	}
