@@ -53,8 +53,10 @@ func TestNode_AnAppInErrorIsNotProbed(t *testing.T) {
 	n.waitStatus(t, "broken", reaper.StatusError)
 	inError := n.app(t, "broken")
 	before := probes.Load()
-	if before < 10 {
-		t.Fatalf("%d probes while it was waking, want the probe's schedule (every 25 ms)", before)
+	// Probed while it was waking (how often depends on how much of the 1 s
+	// the start itself took: nearly all of it on a loaded machine, CI saw 6).
+	if before < 1 {
+		t.Fatalf("no probe while it was waking")
 	}
 	// The job looks at every app each second (job_interval): wait for two
 	// looks after the one that put it in Error.
