@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"github.com/reapergw/reaper/internal/testwait"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -110,19 +111,6 @@ func realEnv(t *testing.T, fake *paastest.Fake, busyTimeout time.Duration) *env 
 	return e
 }
 
-// pollUntil calls cond every 10 ms until it holds, or fails the test after
-// limit (a deadline, never a measure).
-func pollUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // A worker that says it is busy (200) stays up past its grace period, looked
 // at again each pass; once it says it is idle (204), it is put to sleep.
 func TestBusyURL_BusyWorkerStaysUpAndSleepsOnceIdle(t *testing.T) {
@@ -142,7 +130,7 @@ func TestBusyURL_BusyWorkerStaysUpAndSleepsOnceIdle(t *testing.T) {
 	}))
 	e.start()
 	defer e.stop()
-	pollUntil(t, 30*time.Second, "the app seen up", func() bool { return p.route.a.status() == StatusUp })
+	testwait.For(t, 30*time.Second, "the app seen up", func() bool { return p.route.a.status() == StatusUp })
 
 	// Idle since its start, and busy: asked again and again, never stopped.
 	defer func() {
@@ -150,7 +138,7 @@ func TestBusyURL_BusyWorkerStaysUpAndSleepsOnceIdle(t *testing.T) {
 			t.Logf("busy_url asked %d times; logs:\n%s", asked.Load(), e.logs.String())
 		}
 	}()
-	pollUntil(t, 30*time.Second, "busy_url asked 5 times", func() bool {
+	testwait.For(t, 30*time.Second, "busy_url asked 5 times", func() bool {
 		if st := p.route.a.status(); st != StatusUp {
 			t.Fatalf("status = %s while its busy_url answers 200, want Up", st)
 		}
@@ -161,7 +149,7 @@ func TestBusyURL_BusyWorkerStaysUpAndSleepsOnceIdle(t *testing.T) {
 	}
 	// The view says so (between two answers it says the URL is being asked).
 	admin := &AdminAPI{Engine: e.engine, Store: e.store}
-	pollUntil(t, 30*time.Second, "the app's view says it is busy", func() bool {
+	testwait.For(t, 30*time.Second, "the app's view says it is busy", func() bool {
 		views, err := admin.views(context.Background(), "worker")
 		if err != nil || len(views) != 1 {
 			t.Fatalf("views = %+v, %v", views, err)
@@ -171,7 +159,7 @@ func TestBusyURL_BusyWorkerStaysUpAndSleepsOnceIdle(t *testing.T) {
 	})
 
 	status.Store(http.StatusNoContent)
-	pollUntil(t, 30*time.Second, "asleep once its busy_url answers 204", func() bool { return p.route.a.status() == StatusDown })
+	testwait.For(t, 30*time.Second, "asleep once its busy_url answers 204", func() bool { return p.route.a.status() == StatusDown })
 	if n := e.fake.Count("stop", "worker"); n != 1 {
 		t.Errorf("stops = %d, want 1", n)
 	}
@@ -218,8 +206,8 @@ func TestBusyURL_FailingOrSlowURLKeepsUpForBusyMaxOnly(t *testing.T) {
 			t.Logf("logs:\n%s", e.logs.String())
 		}
 	}()
-	pollUntil(t, 30*time.Second, "the app without a busy_url asleep", func() bool { return routes[2].route.a.status() == StatusDown })
-	pollUntil(t, 30*time.Second, "both apps with a failing busy_url asleep after busy_max", func() bool {
+	testwait.For(t, 30*time.Second, "the app without a busy_url asleep", func() bool { return routes[2].route.a.status() == StatusDown })
+	testwait.For(t, 30*time.Second, "both apps with a failing busy_url asleep after busy_max", func() bool {
 		return routes[0].route.a.status() == StatusDown && routes[1].route.a.status() == StatusDown
 	})
 	for _, id := range []string{"hung", "dead"} {

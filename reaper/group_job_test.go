@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"github.com/reapergw/reaper/internal/testwait"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -260,10 +261,10 @@ func TestJob_RouteLessMemberWithHintedBusyURLKeepsItsGroupUp(t *testing.T) {
 			t.Logf("busy_url asked %d times; calls %v; logs:\n%s", asked.Load(), startsAndStops(fake), e.logs.String())
 		}
 	}()
-	pollUntil(t, 30*time.Second, "web seen up", func() bool { return p.route.a.status() == StatusUp })
+	testwait.For(t, 30*time.Second, "web seen up", func() bool { return p.route.a.status() == StatusUp })
 
 	// Idle since the start, the worker busy: asked again and again, no member stopped.
-	pollUntil(t, 30*time.Second, "the worker's busy_url asked 5 times", func() bool {
+	testwait.For(t, 30*time.Second, "the worker's busy_url asked 5 times", func() bool {
 		if stops := countOf(startsAndStops(fake), "stop web") + countOf(startsAndStops(fake), "stop worker"); stops != 0 {
 			t.Fatalf("a member stopped while the worker's busy_url answers 200: %v", startsAndStops(fake))
 		}
@@ -274,7 +275,7 @@ func TestJob_RouteLessMemberWithHintedBusyURLKeepsItsGroupUp(t *testing.T) {
 	}
 
 	status.Store(http.StatusNoContent)
-	pollUntil(t, 30*time.Second, "the group asleep once the worker answers 204", func() bool {
+	testwait.For(t, 30*time.Second, "the group asleep once the worker answers 204", func() bool {
 		w, _ := e.engine.Record("worker")
 		return w.Status == StatusDown && p.route.a.status() == StatusDown
 	})
