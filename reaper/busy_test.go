@@ -2,7 +2,6 @@ package reaper
 
 import (
 	"context"
-	"github.com/reapergw/reaper/internal/testwait"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/logtest"
+	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas/paastest"
 )
 

@@ -2,7 +2,6 @@ package reaper
 
 import (
 	"context"
-	"github.com/reapergw/reaper/internal/testwait"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/internal/testwait"
 	"github.com/reapergw/reaper/paas"
 	"github.com/reapergw/reaper/paas/paastest"
 )
