@@ -49,12 +49,11 @@ type Driver struct {
 	// before mu and the apps' locks.
 	recMu sync.Mutex
 
-	mu         sync.Mutex // guards what follows; never held while an app's lock is
-	closed     bool
-	configured map[string]*app // fixed by New
-	discovered map[string]*app // apps read from labels, by id
-	warned     map[string]bool // conflicts already logged
-	watchers   paas.Watchers
+	mu       sync.Mutex // guards what follows; never held while an app's lock is
+	closed   bool
+	known    paas.KnownApps[*app] // declared apps fixed by New; discovered ones read from labels
+	warned   map[string]bool      // conflicts already logged
+	watchers paas.Watchers
 }
 
 // New returns a driver for opts.Config. It connects to every engine, lists its
@@ -85,7 +84,6 @@ func New(opts Options) (*Driver, error) {
 	}
 	d := &Driver{
 		log: logger, prober: probe.New(logger), labels: cfg.LabelsOn(),
-		configured: map[string]*app{}, discovered: map[string]*app{},
 		warned: map[string]bool{},
 	}
 	d.base, d.cancel = context.WithCancel(context.Background())
@@ -105,7 +103,7 @@ func New(opts Options) (*Driver, error) {
 		if ac.Host != "" {
 			h = byName[ac.Host]
 		}
-		d.configured[ac.ID] = newApp(ac.resolve(h.name), h)
+		d.known.Declare(ac.ID, newApp(ac.resolve(h.name), h))
 	}
 	d.followAll()
 	return d, nil
@@ -221,10 +219,7 @@ func (d *Driver) lookup(id string) (*app, error) {
 	if d.closed {
 		return nil, ErrClosed
 	}
-	if a, ok := d.configured[id]; ok {
-		return a, nil
-	}
-	if a, ok := d.discovered[id]; ok {
+	if a, ok := d.known.Lookup(id); ok {
 		return a, nil
 	}
 	return nil, fmt.Errorf("docker: app %q is not in paas.docker.apps, and no container labelled %s=true claims it (%s=%s, or that name): %w",
@@ -235,14 +230,7 @@ func (d *Driver) lookup(id string) (*app, error) {
 func (d *Driver) apps() []*app {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]*app, 0, len(d.configured)+len(d.discovered))
-	for _, a := range d.configured {
-		out = append(out, a)
-	}
-	for _, a := range d.discovered {
-		out = append(out, a)
-	}
-	return out
+	return d.known.All()
 }
 
 // reserve counts a goroutine that Close must wait for, before it is started. It
@@ -270,7 +258,5 @@ func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisec
 func (d *Driver) Owns(appID string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	_, declared := d.configured[appID]
-	_, found := d.discovered[appID]
-	return declared || found
+	return d.known.Owns(appID)
 }

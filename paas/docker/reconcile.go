@@ -36,21 +36,21 @@ func (d *Driver) reconcile(adopting bool) {
 	var changes []change
 	var dropped []*app
 	d.mu.Lock()
-	for _, a := range d.configured {
+	for _, a := range d.known.EachDeclared() {
 		if up[a.h] {
 			changes = append(changes, change{a, decl[a]})
 		}
 	}
-	for id, a := range d.discovered {
+	for id, a := range d.known.EachDiscovered() {
 		f, ok := disc[id]
 		if !up[a.h] || (ok && f.h == a.h && f.v.name == a.spec.container && f.v.id == a.cid) {
 			continue
 		}
-		delete(d.discovered, id) // gone, or now another container: read anew
+		d.known.Forget(id) // gone, or now another container: read anew
 		dropped = append(dropped, a)
 	}
 	for id, f := range disc {
-		a, ok := d.discovered[id]
+		a, ok := d.known.Discovered(id)
 		if !ok {
 			cfg, problem := fromLabels(f.v.name, f.v.labels)
 			s := cfg.resolve(f.h.name)
@@ -59,7 +59,7 @@ func (d *Driver) reconcile(adopting bool) {
 			s.traefik, s.traefikErr = traefikLabel(f.v.labels)
 			a = newApp(s, f.h)
 			a.cid = f.v.id
-			d.discovered[id] = a
+			d.known.Discover(id, a) // claims left the declared ids out
 			d.logDiscovered(a)
 		}
 		changes = append(changes, change{a, f.v})
@@ -117,7 +117,7 @@ func (d *Driver) claims() (map[*app]*view, map[string]found, map[*host]bool) {
 		slices.SortFunc(views, func(a, b *view) int { return cmp.Compare(a.name, b.name) })
 		for _, v := range views {
 			var declaredAs []string
-			for _, a := range d.configured {
+			for _, a := range d.known.EachDeclared() {
 				if a.h == h && matches(a.spec.container, v.id, v.name) {
 					decl[a] = v
 					declaredAs = append(declaredAs, a.spec.id)
@@ -136,7 +136,7 @@ func (d *Driver) claims() (map[*app]*view, map[string]found, map[*host]bool) {
 					"app", strings.Join(declaredAs, ","), "engine", h.name, "container", v.name, "label_app_id", id)
 				continue
 			}
-			if _, ok := d.configured[id]; ok { // declared with another container
+			if _, ok := d.known.Declared(id); ok { // declared with another container
 				d.warnOnce("conflict:"+h.name+"/"+v.name, "a container claims the id of an app declared in paas.docker.apps: the declared one wins", "app", id, "engine", h.name, "container", v.name)
 				continue
 			}

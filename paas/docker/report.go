@@ -54,8 +54,8 @@ func (d *Driver) Cost(ctx context.Context, pa paas.App) (paas.Cost, error) {
 // busy_max; apps unknown to the driver set none. It never waits on the engine.
 func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	d.mu.Lock()
-	a, ok := d.discovered[pa.ID]
-	declared := d.configured[pa.ID]
+	a, ok := d.known.Discovered(pa.ID)
+	declared, _ := d.known.Declared(pa.ID)
 	d.mu.Unlock()
 	if !ok {
 		if declared != nil && declared.spec.busyURL != "" {

@@ -174,7 +174,7 @@ func (d *Driver) relevant(h *host, id, name string, labels map[string]string) bo
 	if d.labels && optedIn(labels) {
 		return true
 	}
-	for _, a := range d.configured {
+	for _, a := range d.known.EachDeclared() {
 		if a.h == h && matches(a.spec.container, id, name) {
 			return true
 		}

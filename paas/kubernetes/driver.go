@@ -51,8 +51,7 @@ type Driver struct {
 
 	mu         sync.Mutex // guards what follows; never held while an app's lock is taken
 	closed     bool
-	configured map[string]*app
-	discovered map[string]*app
+	known      paas.KnownApps[*app]
 	byRef      map[ref]*app
 	warned     map[string]bool // conflicts and bad annotations already logged
 	watchers   paas.Watchers
@@ -77,7 +76,7 @@ func New(opts Options) (*Driver, error) {
 	}
 	d := &Driver{
 		log: opts.Logger, namespaces: cfg.Namespaces, discover: cfg.AnnotationsOn(),
-		configured: map[string]*app{}, discovered: map[string]*app{}, byRef: map[ref]*app{}, warned: map[string]bool{},
+		byRef: map[ref]*app{}, warned: map[string]bool{},
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -89,7 +88,7 @@ func New(opts Options) (*Driver, error) {
 	for _, ac := range cfg.Apps {
 		ac = ac.resolved(cfg.Namespaces)
 		a := &app{id: ac.ID, ref: ref{ac.Kind, ac.Namespace, ac.Name}, declared: &ac}
-		d.configured[ac.ID] = a
+		d.known.Declare(ac.ID, a)
 		d.byRef[a.ref] = a
 	}
 	d.base, d.cancel = context.WithCancel(context.Background())
@@ -215,10 +214,7 @@ func (d *Driver) lookup(id string) (*app, error) {
 	if d.closed {
 		return nil, ErrClosed
 	}
-	if a, ok := d.configured[id]; ok {
-		return a, nil
-	}
-	if a, ok := d.discovered[id]; ok {
+	if a, ok := d.known.Lookup(id); ok {
 		return a, nil
 	}
 	return nil, fmt.Errorf("kubernetes: app %q is not in paas.kubernetes.apps, and no Deployment or StatefulSet annotated %s: \"true\" claims it (%s: %s, or that name): %w",
@@ -229,14 +225,7 @@ func (d *Driver) lookup(id string) (*app, error) {
 func (d *Driver) apps_() []*app {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]*app, 0, len(d.configured)+len(d.discovered))
-	for _, a := range d.configured {
-		out = append(out, a)
-	}
-	for _, a := range d.discovered {
-		out = append(out, a)
-	}
-	return out
+	return d.known.All()
 }
 
 // Owns reports whether the app is declared in paas.kubernetes.apps or
@@ -244,9 +233,7 @@ func (d *Driver) apps_() []*app {
 func (d *Driver) Owns(appID string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	_, declared := d.configured[appID]
-	_, found := d.discovered[appID]
-	return declared || found
+	return d.known.Owns(appID)
 }
 
 // AppPolicy returns the grace period of the workload's reaper.grace_period

@@ -72,7 +72,7 @@ func (d *Driver) claim(r ref, v *view) (a *app, gone string) {
 	if !enabled(v.annotations) {
 		if a != nil { // opted out: no longer an app
 			delete(d.byRef, r)
-			delete(d.discovered, a.id)
+			d.known.Forget(a.id)
 			return nil, a.id
 		}
 		return nil, ""
@@ -86,23 +86,24 @@ func (d *Driver) claim(r ref, v *view) (a *app, gone string) {
 		return a, ""
 	}
 	if a != nil { // its app_id changed
-		delete(d.discovered, a.id)
+		d.known.Forget(a.id)
 		gone = a.id
 	}
-	if o := d.configured[id]; o != nil {
+	if _, ok := d.known.Declared(id); ok {
 		d.warnLocked("dup "+r.String(), "kubernetes: workload not discovered: its app id is declared in paas.kubernetes.apps", "workload", r.String(), "app", id)
 		return nil, gone
 	}
-	if o := d.discovered[id]; o != nil && o.ref != r {
+	if o, _ := d.known.Discovered(id); o != nil && o.ref != r {
 		d.warnLocked("dup "+r.String(), "kubernetes: workload not discovered: another workload claims its app id", "workload", r.String(), "app", id, "claimed_by", o.ref.String())
 		return nil, gone
 	}
-	if len(d.discovered) >= maxDiscovered {
+	if d.known.NumDiscovered() >= maxDiscovered {
 		d.warnLocked("too-many", "kubernetes: too many workloads discovered: the others are ignored", "max", maxDiscovered)
 		return nil, gone
 	}
 	a = &app{id: id, ref: r}
-	d.discovered[id], d.byRef[r] = a, a
+	d.known.Discover(id, a) // a declared id was refused above
+	d.byRef[r] = a
 	d.log.Info("kubernetes: app discovered from annotations", "app", id, "workload", r.String())
 	d.wg.Add(1)
 	go func() { // a new app: its HPA, if any, would undo its sleep
