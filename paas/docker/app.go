@@ -20,6 +20,7 @@ type app struct {
 
 	mu       sync.Mutex // guards what follows
 	v        *view      // the container as last seen; nil: not found
+	gone     time.Time  // when the driver saw its container removed; zero while it is there, or if never seen
 	ready    bool       // running, and ready since it last started
 	boot     *run       // our start in progress, until ready
 	watch    *run       // readiness wait of a container started from outside
@@ -89,6 +90,12 @@ func (a *app) setView(nv *view, adopting bool) (ev viewEvent) {
 	old := a.v
 	a.v = nv
 	defer a.broadcast()
+	switch {
+	case nv != nil:
+		a.gone = time.Time{}
+	case old != nil:
+		a.gone = time.Now()
+	}
 	wasUp := old != nil && old.running()
 	isUp := nv != nil && nv.running()
 	restarted := wasUp && isUp && !nv.startedAt.Equal(old.startedAt) && !old.startedAt.IsZero()
@@ -148,6 +155,19 @@ func (a *app) exited(nv *view) (ev viewEvent) {
 		a.exit = &paas.Exit{At: time.Now(), Status: ev.stoppedOutside}
 	}
 	return ev
+}
+
+// missing says why the app's container is not there, in a sentence that names it
+// and is the cause of the app's Error (paas.CauseError): gone since the driver saw
+// it go (reaper never removes nor renames a container: someone else did), or
+// never seen. a.mu must be held.
+func (a *app) missing() error {
+	cause := fmt.Sprintf("container %q not found on engine %s (it does not exist, or has another name)", a.spec.container, a.h.name)
+	if !a.gone.IsZero() {
+		cause = fmt.Sprintf("container %q is gone from engine %s since %s: removed (or renamed) outside reaper",
+			a.spec.container, a.h.name, a.gone.UTC().Format(time.RFC3339))
+	}
+	return &paas.CauseError{Cause: cause, Err: fmt.Errorf("docker: app %s: %s: %w", a.spec.id, cause, paas.ErrNotFound)}
 }
 
 // viewEvent is what setView saw, for the log and the readiness wait.

@@ -129,8 +129,9 @@ func (d *Driver) followAll() {
 
 // Observe returns what the driver knows of the app, from memory (kept fresh by the
 // engines' event streams): it never waits on the network. An app that is neither
-// declared nor discovered, or whose container is gone, gives paas.ErrNotFound; an
-// app whose engine is unreachable gives paas.ErrUnavailable.
+// declared nor discovered, or whose container is gone, gives paas.ErrNotFound (a
+// declared app's with a paas.CauseError that names its container, and when it
+// was removed); an app whose engine is unreachable gives paas.ErrUnavailable.
 func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, error) {
 	a, err := d.lookup(pa.ID)
 	if err != nil {
@@ -142,7 +143,7 @@ func (d *Driver) Observe(_ context.Context, pa paas.App) (paas.Observation, erro
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.v == nil {
-		return paas.Observation{}, fmt.Errorf("docker: app %s: container %q not found on engine %s: %w", a.spec.id, a.spec.container, a.h.name, paas.ErrNotFound)
+		return paas.Observation{}, a.missing()
 	}
 	obs := paas.Observation{Name: a.v.name, State: a.state()}
 	if a.dep != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -206,9 +207,26 @@ func TestDriver_ContainerRemovedByHandIsNotFoundWithItsName(t *testing.T) {
 	if !strings.Contains(err.Error(), name) {
 		t.Errorf("observe: %v; want the container's name in it", err)
 	}
+	if c := paas.CauseOf(err); !strings.HasPrefix(c, fmt.Sprintf("container %q is gone from engine local since ", name)) || !strings.HasSuffix(c, ": removed (or renamed) outside reaper") {
+		t.Errorf("the cause of the app's Error: %q; want the container named as removed outside reaper", c)
+	}
 	err = d.Start(bg, paas.App{ID: "gone"})
 	if !isStartFailed(err) || !strings.Contains(err.Error(), "no longer exists") {
 		t.Errorf("start of a removed container: %v; want a start failure that says it no longer exists", err)
+	}
+}
+
+func TestDriver_DeclaredContainerThatDoesNotExistIsNotFoundWithItsCause(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	name := dockertest.Name(t, "never")
+	d := e.driver(Config{Apps: []AppConfig{{ID: "never", Container: name}}})
+	_, err := d.Observe(bg, paas.App{ID: "never"})
+	if !errors.Is(err, paas.ErrNotFound) {
+		t.Fatalf("observe of a declared container that does not exist: %v; want paas.ErrNotFound", err)
+	}
+	if c, want := paas.CauseOf(err), fmt.Sprintf("container %q not found on engine local (it does not exist, or has another name)", name); c != want {
+		t.Errorf("the cause of the app's Error: %q; want %q", c, want)
 	}
 }
 
