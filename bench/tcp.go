@@ -43,7 +43,9 @@ import (
 // byte costs, and any forwarder reads about 0.5× direct; only spare CPUs (the
 // forwarder's work in parallel with the client's) bring it near 1×. The ratio
 // to the bare forwarder, run in the same rounds, measures what reaper adds to
-// the hop; the direct figure is printed beside it.
+// the hop; the direct figure is printed beside it. Where haproxy is installed,
+// the same rounds copy through HAProxy splicing the hop too (tcphaproxy.go):
+// what the best C forwarder gets on the same machine.
 
 const (
 	tcpWakes          = 10
@@ -70,6 +72,8 @@ type tcpReport struct {
 	directCopy    []float64       // MiB/s directly
 	routeCPU      []float64       // reaper's CPU per GiB copied, ms, per round
 	bareCPU       []float64       // the bare forwarder's
+	haproxyCopy   []float64       // MiB/s through HAProxy (none without it)
+	haproxyCPU    []float64       // HAProxy's CPU per GiB copied, ms
 	idleBefore    int64           // reaper's RSS before the idle connections
 	idleAfter     int64
 	starts        int
@@ -85,6 +89,8 @@ type tcpNode struct {
 	pgRoute, sinkRoute string
 	bare               *clusterenv.Process // the bare TCP forwarder to tcpsink
 	bareAddr           string
+	haproxy            *clusterenv.Process // nil without haproxy on PATH
+	haproxyAddr        string
 }
 
 func runTCP(ctx context.Context, e *env) ([]verdict, error) {
@@ -171,6 +177,10 @@ func startTCPNode(ctx context.Context, e *env, r *tcpReport) (*tcpNode, error) {
 		}
 	}
 	if err := n.startBare(ctx, e); err != nil {
+		n.shutdown()
+		return nil, err
+	}
+	if err := n.startHAProxy(ctx, e); err != nil {
 		n.shutdown()
 		return nil, err
 	}
@@ -312,6 +322,15 @@ func (n *tcpNode) measureCopies(ctx context.Context, e *env, r *tcpReport) error
 		cpu      *[]float64
 		nickname string
 	}{{n.sinkRoute, n.PID(), &r.routeCopy, &r.routeCPU, "route"}, {n.bareAddr, n.bare.PID(), &r.bareCopy, &r.bareCPU, "bare"}, {n.sinkAddr, 0, &r.directCopy, nil, "direct"}}
+	if n.haproxy != nil {
+		paths = append(paths, struct {
+			addr     string
+			pid      int
+			into     *[]float64
+			cpu      *[]float64
+			nickname string
+		}{n.haproxyAddr, n.haproxy.PID(), &r.haproxyCopy, &r.haproxyCPU, "haproxy"})
+	}
 	for i := range rounds {
 		for k := range paths {
 			p := paths[(i+k)%len(paths)]
@@ -405,6 +424,12 @@ func printT(w io.Writer, r tcpReport) []verdict {
 	fmt.Fprintf(w, "   route / bare forwarder, paired by round: %s; route / direct: %s (a loopback hop costs CPU, not wire: see bench/tcp.go)\n",
 		joinRatios(vsBare), joinRatios(vsDirect))
 	fmt.Fprintf(w, "   CPU per GiB copied: reaper %.0f ms, the bare forwarder %.0f ms (medians)\n", median(r.routeCPU), median(r.bareCPU))
+	if len(r.haproxyCopy) > 0 {
+		fmt.Fprintf(w, "   HAProxy splicing the same hop: %.0f MiB/s, %.0f ms of CPU per GiB; route / HAProxy: %s; HAProxy / direct: %s\n",
+			median(r.haproxyCopy), median(r.haproxyCPU), joinRatios(pairedRatios(r.routeCopy, r.haproxyCopy)), joinRatios(pairedRatios(r.haproxyCopy, r.directCopy)))
+	} else {
+		fmt.Fprintf(w, "   HAProxy: not installed (apt-get install haproxy): its yardstick was not run\n")
+	}
 	delta := r.idleAfter - r.idleBefore
 	fmt.Fprintf(w, "   %s idle spliced connections: reaper's RSS %s → %s (%s more, %.1f KiB each)\n",
 		thousands(tcpIdleConns), mib(r.idleBefore), mib(r.idleAfter), mib(delta), float64(delta)/1024/tcpIdleConns)

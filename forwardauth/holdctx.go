@@ -12,19 +12,21 @@ import (
 // waits: context.WithTimeout's timer and its registration with the parent were
 // a tenth of such a call's cost in reaper, for a deadline nobody watched.
 //
-// Err reports the deadline as soon as it has passed, even before Done is
-// closed (or asked for), and context.Canceled once the call is answered
-// (release); once Done is closed, Err is not nil.
+// It keeps the context contract: Err is nil until Done is closed, then not
+// nil. Err finds the end itself (the parent's, the deadline, or release) and
+// closes Done before it reports it, so that a caller that checks Err without
+// waiting never sees an end that Done does not show yet.
 type holdContext struct {
 	context.Context // the auth call's
 	deadline        time.Time
 
-	released atomic.Bool
+	released atomic.Bool // the call is answered
 
-	mu    sync.Mutex
-	done  chan struct{} // nil until Done is first called
-	timer *time.Timer
-	stop  func() bool // ends the wait on the parent
+	mu     sync.Mutex
+	done   chan struct{} // nil until Done is first called or Err sees the end
+	closed bool          // done is closed
+	timer  *time.Timer
+	stop   func() bool // ends the wait on the parent
 }
 
 func newHoldContext(parent context.Context, d time.Duration) *holdContext {
@@ -45,17 +47,23 @@ func (c *holdContext) Deadline() (time.Time, bool) {
 	return c.deadline, true
 }
 
+// Err reports why the context ended: the parent's error, context.Canceled
+// once the call is answered, or context.DeadlineExceeded. A live call's Err
+// takes no lock. Each end is for good, so once Done is closed Err is not nil.
 func (c *holdContext) Err() error {
+	if !c.released.Load() && c.Context.Err() == nil && time.Now().Before(c.deadline) {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeLocked()
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
 	if c.released.Load() {
 		return context.Canceled
 	}
-	if !time.Now().Before(c.deadline) {
-		return context.DeadlineExceeded
-	}
-	return nil
+	return context.DeadlineExceeded
 }
 
 // Done starts the timer on its first call.
@@ -66,25 +74,58 @@ func (c *holdContext) Done() <-chan struct{} {
 		return c.done
 	}
 	c.done = make(chan struct{})
-	if c.released.Load() {
-		close(c.done) // the call is over: nothing may wait on it any more
+	if c.released.Load() || c.Context.Err() != nil || !time.Now().Before(c.deadline) {
+		c.closeLocked()
 		return c.done
 	}
-	var once sync.Once
-	closeDone := func() { once.Do(func() { close(c.done) }) }
-	c.timer = time.AfterFunc(time.Until(c.deadline), closeDone)
-	c.stop = context.AfterFunc(c.Context, closeDone)
+	c.timer = time.AfterFunc(time.Until(c.deadline), c.closeIfDue)
+	c.stop = context.AfterFunc(c.Context, c.close)
 	return c.done
 }
 
-// release ends the context's timer, if it was started, once the call is
-// answered.
-func (c *holdContext) release() {
+// closeIfDue is the timer's: it closes Done at the deadline, as Err reads the
+// clock (should the timer fire a moment early, it waits the rest).
+func (c *holdContext) closeIfDue() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.released.Store(true)
+	if left := time.Until(c.deadline); left > 0 && !c.closed {
+		c.timer.Reset(left)
+		return
+	}
+	c.closeLocked()
+}
+
+func (c *holdContext) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeLocked()
+}
+
+// closeLocked closes Done, once, making it if nobody asked for it yet, and
+// stops the timer and the wait on the parent.
+func (c *holdContext) closeLocked() {
+	if c.closed {
+		return
+	}
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	close(c.done)
+	c.closed = true
 	if c.timer != nil {
 		c.timer.Stop()
 		c.stop()
+	}
+}
+
+// release ends the context once the call is answered: Err says
+// context.Canceled and Done is closed (now if anyone holds it, else when
+// asked); no timer is left.
+func (c *holdContext) release() {
+	c.released.Store(true)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done != nil {
+		c.closeLocked()
 	}
 }

@@ -3,6 +3,7 @@ package forwardauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -73,4 +74,62 @@ func TestHoldContext_NoWaiterNoTimer(t *testing.T) {
 		started.release()
 		synctest.Wait()
 	})
+}
+
+// The context contract, for each way the context ends and whether Done was
+// asked for before: once Err is not nil, Done is closed at once (no wait for
+// a timer or a goroutine), and a Done asked for before the end is closed by
+// it. Before its end, Err is nil and Done open.
+func TestHoldContext_ErrOnlyOnceDoneIsClosed(t *testing.T) {
+	ends := []struct {
+		name string
+		end  func(c *holdContext, cancelParent context.CancelFunc)
+		want error
+	}{
+		{"release", func(c *holdContext, _ context.CancelFunc) { c.release() }, context.Canceled},
+		{"parent", func(_ *holdContext, cancel context.CancelFunc) { cancel() }, context.Canceled},
+		{"deadline", func(*holdContext, context.CancelFunc) { time.Sleep(2 * time.Second) }, context.DeadlineExceeded},
+	}
+	for _, end := range ends {
+		for _, askedBefore := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/done asked before: %v", end.name, askedBefore), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					parent, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					c := newHoldContext(parent, time.Second)
+					defer c.release()
+					var done <-chan struct{}
+					if askedBefore {
+						done = c.Done()
+						if isClosed(done) || c.Err() != nil {
+							t.Fatalf("ended before its end: Err %v", c.Err())
+						}
+					}
+					end.end(c, cancel)
+					if askedBefore {
+						synctest.Wait() // the parent's AfterFunc runs in a goroutine of its own
+						if !isClosed(done) {
+							t.Fatal("Done asked before the end is still open after it")
+						}
+					}
+					err := c.Err()
+					if !errors.Is(err, end.want) {
+						t.Fatalf("Err %v, want %v", err, end.want)
+					}
+					if !isClosed(c.Done()) {
+						t.Fatal("Err not nil while Done is open")
+					}
+				})
+			})
+		}
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
