@@ -98,22 +98,27 @@ func (e *Engine) GroupOf(appID string) (Group, bool) {
 // (Topology.DependsOn) and what the app says of itself through its driver
 // (paas.PolicyHint.DependsOn: the docker driver's reaper.depends_on label),
 // read on each call from the driver's memory, so a container discovered or
-// recreated with other labels counts at once.
+// recreated with other labels counts at once. An app on a depends_on cycle
+// (as the last look at the managed apps found it) depends on nothing.
 func (e *Engine) DependsOn(appID string) []string {
-	return e.dependsOn(e.topology(), paas.App{ID: appID, Owner: e.ownerOf(appID)})
+	if _, refused := e.deps.Load().refused(appID); refused {
+		return nil
+	}
+	return e.dependsOn(e.topology(), paas.App{ID: appID, Owner: e.ownerOf(appID)}, e.opts.Policies)
 }
 
-// dependsOn is DependsOn with the topology t; it takes no lock of the engine.
-func (e *Engine) dependsOn(t *topology, pa paas.App) []string {
+// dependsOn is DependsOn with the topology t and the hints of hints (nil:
+// none); it takes no lock of the engine.
+func (e *Engine) dependsOn(t *topology, pa paas.App, hints paas.PolicyHinter) []string {
 	appID := pa.ID
 	var out []string
 	if t != nil && t.dependsOn != nil {
 		out = t.dependsOn(appID)
 	}
-	if e.opts.Policies == nil {
+	if hints == nil {
 		return out
 	}
-	h, _ := e.opts.Policies.AppPolicy(pa)
+	h, _ := hints.AppPolicy(pa)
 	for _, d := range h.DependsOn {
 		if d != appID && !slices.Contains(out, d) {
 			out = append(slices.Clip(out), d)
@@ -131,20 +136,6 @@ func (e *Engine) hasDependencies() bool {
 // StartOrder returns the group's members in their start order (dependencies
 // first); they stop in the reverse order.
 func (e *Engine) StartOrder(g Group) []string { return StartOrder(g.Apps, e.DependsOn) }
-
-// dependents returns the managed apps that depend on appID.
-func (e *Engine) dependents(appID string, managed []ManagedApp) []string {
-	if !e.hasDependencies() {
-		return nil
-	}
-	var out []string
-	for _, m := range managed {
-		if slices.Contains(e.DependsOn(m.App.ID), appID) {
-			out = append(out, m.App.ID)
-		}
-	}
-	return out
-}
 
 // wakeSet is every app a wake of appID wakes: its group's members and, for
 // each, its dependencies, transitively; appID included, sorted.
@@ -233,7 +224,7 @@ func (e *Engine) ownerOf(id string) string {
 // longest grace period of the apps that need it (it sleeps once they do; it is
 // kept up while one of them is awake, NeededBy) and DefaultFailTimeout. Bounded
 // by maxWakeSet new apps.
-func (e *Engine) dependenciesManaged(out []ManagedApp) []ManagedApp {
+func (e *Engine) dependenciesManaged(out []ManagedApp, dependsOn func(paas.App) []string) []ManagedApp {
 	if !e.hasDependencies() {
 		return out
 	}
@@ -243,7 +234,7 @@ func (e *Engine) dependenciesManaged(out []ManagedApp) []ManagedApp {
 	}
 	added := map[string]bool{}
 	for i := 0; i < len(out); i++ { // out grows: the dependencies' own come next
-		for _, d := range e.DependsOn(out[i].App.ID) {
+		for _, d := range dependsOn(out[i].App) {
 			j, ok := index[d]
 			switch {
 			case added[d]: // the longest grace of the apps that need it
@@ -280,7 +271,7 @@ func (e *Engine) dependenciesLocked() map[string]bool {
 	for len(todo) > 0 && len(out) < maxWakeSet {
 		pa := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		for _, d := range e.dependsOn(e.topo, pa) {
+		for _, d := range e.dependsOn(e.topo, pa, e.opts.Policies) {
 			if !out[d] {
 				out[d] = true
 				owner := ""
