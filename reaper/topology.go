@@ -20,6 +20,9 @@ type topology struct {
 	byID      map[string]*Group
 	groupOf   map[string]*Group
 	dependsOn func(string) []string
+	// former are the apps that were in a group and are in none since a
+	// reload: managed on their own (formerMembersManaged).
+	former map[string]bool
 }
 
 // SetTopology sets the groups and where depends_on is read. A group's members
@@ -27,6 +30,11 @@ type topology struct {
 // get the default policy (DefaultGracePeriod, DefaultFailTimeout) unless a
 // route or a TCP route manages them too. The configuration's check guarantees
 // that an app is in one group at most and that no group id is an app id.
+//
+// An app that a reload takes out of every group stays managed, on its own
+// policy: its routes' when routes manage it, else the default one (it is put
+// to sleep once idle for DefaultGracePeriod), until a group names it again
+// or the node restarts.
 func (e *Engine) SetTopology(t Topology) {
 	tp := &topology{groups: slices.Clone(t.Groups), byID: map[string]*Group{}, groupOf: map[string]*Group{}, dependsOn: t.DependsOn}
 	for i := range tp.groups {
@@ -38,10 +46,39 @@ func (e *Engine) SetTopology(t Topology) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	prev := e.topo
+	tp.former = formerMembers(prev, tp)
+	for id := range tp.former {
+		if g := prev.groupOf[id]; g != nil {
+			e.log.Info("an app left its group on reload: it sleeps on its own policy now (its routes', else the default grace period)",
+				"app", id, "group", g.ID)
+		}
+	}
 	e.topo = tp
 	for id := range tp.groupOf {
 		e.knowLocked(id)
 	}
+	for id := range tp.former {
+		e.knowLocked(id)
+	}
+}
+
+// formerMembers are the apps that were in a group before a reload (prev's
+// members, and prev's former members) and that next puts in none. Pure.
+func formerMembers(prev, next *topology) map[string]bool {
+	out := map[string]bool{}
+	if prev != nil {
+		for id := range prev.groupOf {
+			out[id] = true
+		}
+		for id := range prev.former {
+			out[id] = true
+		}
+	}
+	for id := range next.groupOf {
+		delete(out, id)
+	}
+	return out
 }
 
 // know makes the engine keep the record of id, an app managed without a route
@@ -174,10 +211,12 @@ const maxWakeSet = 256
 // worker woken by its group has no route of its own. Such a member takes the
 // longest grace period of its group's members that routes manage (the group
 // sleeps on that clock), DefaultGracePeriod when none is; and
-// DefaultFailTimeout. Every member gets the group's keep-up windows.
+// DefaultFailTimeout. Every member gets the group's keep-up windows. It adds
+// the former members (apps a reload took out of every group) that no route
+// manages too, on the default policy: nothing else would put them to sleep.
 func (e *Engine) groupMembersManaged(out []ManagedApp) []ManagedApp {
 	t := e.topology()
-	if len(t.groupOf) == 0 {
+	if len(t.groupOf) == 0 && len(t.former) == 0 {
 		return out
 	}
 	have := map[string]bool{}
@@ -198,6 +237,13 @@ func (e *Engine) groupMembersManaged(out []ManagedApp) []ManagedApp {
 			p.GracePeriod = DefaultGracePeriod
 		}
 		out = append(out, ManagedApp{App: paas.App{ID: id, Owner: e.ownerOf(id)}, Name: id, Routes: []string{}, Policy: p, Group: g.ID})
+	}
+	for id := range t.former {
+		if have[id] || t.groupOf[id] != nil {
+			continue
+		}
+		p := Policy{GracePeriod: DefaultGracePeriod, FailTimeout: DefaultFailTimeout}
+		out = append(out, ManagedApp{App: paas.App{ID: id, Owner: e.ownerOf(id)}, Name: id, Routes: []string{}, Policy: p})
 	}
 	for i := range out { // the group's keep-up windows are every member's
 		if g := t.groupOf[out[i].App.ID]; g != nil && len(g.MustBeUp) > 0 {
@@ -264,7 +310,7 @@ func (e *Engine) dependenciesLocked() map[string]bool {
 	out := map[string]bool{}
 	var todo []paas.App
 	for id, a := range e.apps {
-		if len(a.claims) > 0 || e.topo != nil && e.topo.groupOf[id] != nil {
+		if len(a.claims) > 0 || e.topo != nil && (e.topo.groupOf[id] != nil || e.topo.former[id]) {
 			todo = append(todo, paas.App{ID: id, Owner: a.owner})
 		}
 	}
