@@ -112,12 +112,15 @@ type AppView struct {
 	GracePeriodFrom string `json:"grace_period_from,omitempty"`
 	// PolicyError is what the app says of its own policy and cannot be used
 	// (an unreadable label): its routes' values apply.
-	PolicyError string     `json:"policy_error,omitempty"`
-	FailTimeout string     `json:"fail_timeout,omitempty"`
-	LastAccess  *time.Time `json:"last_access"`
-	ReapAt      *time.Time `json:"reap_at"`
-	AsleepSince *time.Time `json:"asleep_since"`
-	InFlight    int        `json:"in_flight"`
+	PolicyError string `json:"policy_error,omitempty"`
+	// DependsOnError says why the app's depends_on is ignored: it makes a
+	// cycle (spelled out, "a → b → a") through the apps' own labels.
+	DependsOnError string     `json:"depends_on_error,omitempty"`
+	FailTimeout    string     `json:"fail_timeout,omitempty"`
+	LastAccess     *time.Time `json:"last_access"`
+	ReapAt         *time.Time `json:"reap_at"`
+	AsleepSince    *time.Time `json:"asleep_since"`
+	InFlight       int        `json:"in_flight"`
 	// Held is how many requests wait for the app on this node now.
 	Held    int  `json:"held"`
 	Managed bool `json:"managed"`
@@ -217,7 +220,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		}
 		if isManaged {
 			v.GracePeriod, v.FailTimeout = m.Policy.GracePeriod.String(), m.Policy.FailTimeout.String()
-			v.GracePeriodFrom, v.PolicyError = m.GraceFrom, m.PolicyProblem
+			v.GracePeriodFrom, v.PolicyError, v.DependsOnError = m.GraceFrom, m.PolicyProblem, m.DependsOnProblem
 			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy, time.Now()))
 		}
 		if rec.Status.Asleep() {

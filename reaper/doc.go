@@ -36,8 +36,10 @@
 //     stored for the whole wake set, each step told what its group says, the
 //     apps a change concerns looked at at once); topology.go: the groups and
 //     dependencies the engine knows (SetTopology, and each app's
-//     paas.PolicyHint.DependsOn from its driver), group members and
-//     dependencies managed without a route.
+//     paas.PolicyHint.DependsOn from its driver), group members, former
+//     members and dependencies managed without a route; depindex.go: the
+//     managed apps' depends_on read once per look, and the cycles the apps'
+//     own hints make refused.
 //
 // A request's path, on every node:
 //

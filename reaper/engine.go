@@ -103,6 +103,12 @@ type Engine struct {
 	apps map[string]*app
 	topo *topology // groups and depends_on (topology.go); nil: none
 
+	// deps is the managed apps' depends_on as last looked at (depindex.go),
+	// and cyclesSaid the cycles last logged: each change is logged once.
+	deps       atomic.Pointer[depIndex]
+	cyclesMu   sync.Mutex
+	cyclesSaid string
+
 	refresh  chan string // app ids whose record should be re-read
 	flushNow chan struct{}
 
@@ -130,6 +136,10 @@ type ManagedApp struct {
 	PolicyProblem string
 	// Group is the id of the group the app is in ("" when none).
 	Group string
+	// DependsOnProblem says why the app's depends_on is not honoured: it
+	// makes a cycle (through the apps' own hints, which the configuration's
+	// check cannot see). The app then depends on nothing.
+	DependsOnProblem string
 }
 
 // app is the node's view of one app: its last known record, and this node's
@@ -248,14 +258,30 @@ func (e *Engine) Unregister(routeID, appID string, cfg *Config) {
 // effective policies. It does not wait on the platform (the hints are the
 // driver's memory).
 func (e *Engine) Managed() []ManagedApp {
-	out := e.dependenciesManaged(e.groupMembersManaged(e.managed()))
+	out, _ := e.managedAndDeps()
+	return out
+}
+
+// managedAndDeps is Managed with the managed apps' depends_on indexed. It
+// asks the driver for each app's hint once.
+func (e *Engine) managedAndDeps() ([]ManagedApp, *depIndex) {
+	t, hints := e.topology(), e.hintMemo()
+	dependsOn := func(pa paas.App) []string { return e.dependsOn(t, pa, hints) }
+	out := e.dependenciesManaged(e.groupMembersManaged(e.managed()), dependsOn)
+	idx := newDepIndex(out, dependsOn)
+	e.noteDeps(idx)
+	for i := range out {
+		if c, ok := idx.refused(out[i].App.ID); ok {
+			out[i].DependsOnProblem = "depends_on makes a cycle (" + c + "): ignored"
+		}
+	}
 	if e.opts.Policies != nil {
 		for i := range out {
-			h, err := e.opts.Policies.AppPolicy(out[i].App)
+			h, err := hints.AppPolicy(out[i].App)
 			out[i].Policy, out[i].GraceFrom, out[i].PolicyProblem = applyHint(out[i].Policy, h, err)
 		}
 	}
-	return out
+	return out, idx
 }
 
 // managed lists the apps that routes manage, with their routes' merged policy.

@@ -95,39 +95,3 @@ func TestJob_GroupMemberThatCannotStop(t *testing.T) {
 		})
 	}
 }
-
-// A reload that removes the group: its members that no route manages (worker)
-// are no longer managed: asleep, worker is woken (as any app no route manages
-// any more, for whoever reaches it directly), then forgotten after
-// unmanagedGrace, left running. The members with routes go on on their own.
-func TestJob_RemovingAGroupLeavesItsRoutelessMembersAwake(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e, fake := groupEnv(t)
-		e.start()
-		defer e.stop()
-		settle()
-		wakeGroup(t, e)
-		idleFor(12 * time.Minute) // the group's grace period (10 min): all asleep
-		if r, _ := e.engine.Record("worker"); r.Status != StatusDown {
-			t.Fatalf("worker: %s, want Down with its group", r.Status)
-		}
-		e.engine.SetTopology(Topology{}) // the reload: groups[] gone
-		idleFor(time.Minute)             // a full pass
-		if n := fake.Count("start", "worker"); n != 2 {
-			t.Errorf("worker started %d times, want woken again once its group is gone", n)
-		}
-		idleFor(unmanagedGrace + time.Minute)
-		recs, err := e.store.Records(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if r.AppID == "worker" {
-				t.Errorf("worker still known (%s), want forgotten after %s", r.Status, unmanagedGrace)
-			}
-		}
-		if fake.Get("worker").State != paas.StateShouldBeUp || fake.Count("stop", "worker") != 1 {
-			t.Errorf("worker %s, %d stops: want left running", fake.Get("worker").State, fake.Count("stop", "worker"))
-		}
-	})
-}

@@ -39,6 +39,10 @@ func TestHold_APostWhoseClientLeftNeverReachesTheApp(t *testing.T) {
 			testwait.For(t, 5*time.Second, "the hold ends with its client", func() bool {
 				return a.held.Load() == 0 && a.inFlight.Load() == 0 && rig.gw.Parked() == 0
 			})
+			// The platform finishes the start once it was asked for it:
+			// finished before, the start would undo it (a busy machine
+			// delays the job's start past the client's end).
+			testwait.For(t, 5*time.Second, "the start call", func() bool { return rig.fake.Count("start", "app") == 1 })
 			rig.fake.FinishStart("app") // the app comes up
 			testwait.For(t, 5*time.Second, "the app is Up", func() bool { return a.status() == StatusUp })
 			if got := rig.received(); len(got) != 0 {
@@ -197,6 +201,7 @@ func TestHold_AClientThatLeavesWithItsBodyUnreadFreesItsPlace(t *testing.T) {
 			testwait.For(t, 5*time.Second, "the hold ends with its client", func() bool {
 				return a.held.Load() == 0 && a.inFlight.Load() == 0
 			})
+			testwait.For(t, 5*time.Second, "the start call", func() bool { return rig.fake.Count("start", "app") == 1 })
 			rig.fake.FinishStart("app")
 			testwait.For(t, 5*time.Second, "the app is Up", func() bool { return a.status() == StatusUp })
 			if got := rig.received(); len(got) != 0 {

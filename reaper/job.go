@@ -64,10 +64,11 @@ type Job struct {
 	again   map[string]bool // run the app's step once more when it ends
 
 	unmanagedSince map[string]time.Time // guarded by mu
-	// The managed apps and their policies as the last targets read them, for
-	// the decisions of groups and depends_on (jobgroup.go); guarded by mu.
-	managed  []ManagedApp
+	// The managed apps' policies and depends_on as the last targets read
+	// them, for the decisions of groups and depends_on (jobgroup.go); guarded
+	// by mu.
 	policies map[string]Policy
+	deps     *depIndex
 	apiErr   throttle
 	prewake  prewakes
 	busy     *busyProbes
@@ -245,7 +246,7 @@ func (j *Job) run(ctx context.Context, wg *sync.WaitGroup, term uint64, targets 
 // app no route manages any more is woken and forgotten), or, for a fast pass, those
 // in transition or with a pending ask; only asked ids when ids is not nil.
 func (j *Job) targets(ctx context.Context, full bool, ids map[string]bool) []target {
-	managed := j.opts.Engine.Managed()
+	managed, deps := j.opts.Engine.managedAndDeps()
 	known := map[string]bool{}
 	var asks map[string]time.Time
 	if !full {
@@ -258,7 +259,7 @@ func (j *Job) targets(ctx context.Context, full bool, ids map[string]bool) []tar
 		policies[m.App.ID] = m.Policy
 	}
 	j.mu.Lock()
-	j.managed, j.policies = managed, policies
+	j.policies, j.deps = policies, deps
 	for _, m := range managed {
 		delete(j.unmanagedSince, m.App.ID) // managed again: a later unmanaged spell starts afresh
 	}

@@ -78,11 +78,29 @@ func (j *Job) relatedApps(appID string) []string {
 	if g, ok := e.GroupOf(appID); ok {
 		out = append(out, g.Apps...)
 	}
-	out = append(out, e.DependsOn(appID)...)
+	deps := j.depIndex()
+	out = append(out, j.dependsOn(deps, appID)...)
+	return append(out, deps.dependents[appID]...)
+}
+
+// depIndex is the managed apps' depends_on as the last targets read them
+// (an empty index before the first).
+func (j *Job) depIndex() *depIndex {
 	j.mu.Lock()
-	managed := j.managed
-	j.mu.Unlock()
-	return append(out, e.dependents(appID, managed)...)
+	defer j.mu.Unlock()
+	if j.deps == nil {
+		return &depIndex{}
+	}
+	return j.deps
+}
+
+// dependsOn is the app's depends_on: deps's, read by the targets, for an app
+// it knows; the engine's for another (an app no route manages any more).
+func (j *Job) dependsOn(deps *depIndex, appID string) []string {
+	if d, ok := deps.dependsOnOf(appID); ok {
+		return d
+	}
+	return j.opts.Engine.DependsOn(appID)
 }
 
 // lookAtRelated asks the job to look at the apps a change of rec's status
@@ -116,6 +134,8 @@ func (j *Job) groupInput(t target, rec Record, pd *passData, now time.Time) Grou
 		r, ok := e.Record(a)
 		return r.Status, ok
 	}
+	deps := j.depIndex()
+	dependsOn := func(a string) []string { return j.dependsOn(deps, a) }
 	var gi GroupInput
 	if g, ok := e.GroupOf(id); ok {
 		members := make(map[string]Member, len(g.Apps))
@@ -136,13 +156,10 @@ func (j *Job) groupInput(t target, rec Record, pd *passData, now time.Time) Grou
 			}
 			members[m] = Member{Rec: r, In: j.input(m, paas.Observation{}, pd), Policy: p}
 		}
-		gi = DecideGroup(e.StartOrder(g), members, now).ForMember(rec)
+		gi = DecideGroup(StartOrder(g.Apps, dependsOn), members, now).ForMember(rec)
 	}
-	gi.StartAfter = StartAfter(e.DependsOn(id), status)
-	j.mu.Lock()
-	managed := j.managed
-	j.mu.Unlock()
-	neededBy := NeededBy(e.dependents(id, managed), status)
+	gi.StartAfter = StartAfter(dependsOn(id), status)
+	neededBy := NeededBy(deps.dependents[id], status)
 	if gi.StopAfter == "" {
 		gi.StopAfter = neededBy
 	}

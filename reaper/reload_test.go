@@ -3,7 +3,10 @@ package reaper
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
 
@@ -106,4 +109,70 @@ func TestEngine_ForgetsUnmanagedAppsOnceIdleAndFlushed(t *testing.T) {
 	if b := e.app("gone"); b == nil || b == a || len(e.Managed()) != 1 {
 		t.Errorf("managed again: app %p (was %p), managed %v", b, a, e.Managed())
 	}
+}
+
+// A reload that takes apps out of their group leaves each to its own policy.
+// The group removed while its members are up (groupEnv: web 10 min and api
+// 5 min on their routes, web on api; worker with no route): web sleeps on its
+// routes' grace period, api after it, and worker, with no route, once idle
+// for DefaultGracePeriod — never left running. Worker taken out of a group
+// that sleeps stays asleep: nothing wakes it, it is no app no route manages
+// any more.
+func TestJob_AReloadThatTakesAppsOutOfTheirGroupLeavesEachToItsOwnPolicy(t *testing.T) {
+	deps := map[string][]string{"web": {"api"}}
+	dependsOn := func(id string) []string { return deps[id] }
+	t.Run("the group removed while up", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e, fake := groupEnv(t)
+			e.start()
+			defer e.stop()
+			settle()
+			wakeGroup(t, e)
+			e.engine.SetTopology(Topology{DependsOn: dependsOn}) // the reload: groups[] gone
+			if n := e.logs.Lines("an app left its group on reload", "app=worker", "group=shop"); n != 1 {
+				t.Errorf("worker's leaving logged %d times, want once", n)
+			}
+			idleFor(12 * time.Minute) // web's 10 min, then api after it
+			for id, want := range map[string]Status{"web": StatusDown, "api": StatusDown, "worker": StatusUp} {
+				if r, _ := e.engine.Record(id); r.Status != want {
+					t.Errorf("12 min after the reload, %s is %s (%s), want %s", id, r.Status, r.Cause, want)
+				}
+			}
+			if calls := startsAndStops(fake); !slices.Equal(calls[len(calls)-2:], []string{"stop web", "stop api"}) {
+				t.Errorf("calls %v, want web stopped, then api", calls)
+			}
+			idleFor(DefaultGracePeriod - 12*time.Minute + 2*time.Minute)
+			if r, _ := e.engine.Record("worker"); r.Status != StatusDown || fake.Count("stop", "worker") != 1 {
+				t.Errorf("worker idle past %s: %s (%s), %d stops; want put to sleep once", DefaultGracePeriod, r.Status, r.Cause, fake.Count("stop", "worker"))
+			}
+			var worker *ManagedApp
+			for _, m := range e.engine.Managed() {
+				if m.App.ID == "worker" {
+					worker = &m
+				}
+			}
+			if worker == nil || worker.Group != "" || worker.Policy.GracePeriod != DefaultGracePeriod {
+				t.Errorf("worker managed as %+v, want managed alone, on the default grace period", worker)
+			}
+		})
+	})
+	t.Run("an app taken out of its group asleep", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e, fake := groupEnv(t)
+			e.start()
+			defer e.stop()
+			settle()
+			wakeGroup(t, e)
+			idleFor(12 * time.Minute) // the group's grace period (10 min): all asleep
+			if r, _ := e.engine.Record("worker"); r.Status != StatusDown {
+				t.Fatalf("worker: %s, want Down with its group", r.Status)
+			}
+			// The reload: worker out of shop, which keeps web and api.
+			e.engine.SetTopology(Topology{Groups: []Group{{ID: "shop", Apps: []string{"web", "api"}}}, DependsOn: dependsOn})
+			idleFor(unmanagedGrace + time.Minute) // full passes, and the time an app no route manages would be forgotten in
+			if r, ok := e.engine.Record("worker"); !ok || r.Status != StatusDown || fake.Count("start", "worker") != 1 {
+				t.Errorf("worker after the reload: %v %s (%s), %d starts; want known, asleep, not woken again", ok, r.Status, r.Cause, fake.Count("start", "worker"))
+			}
+		})
+	})
 }

@@ -20,6 +20,9 @@ type topology struct {
 	byID      map[string]*Group
 	groupOf   map[string]*Group
 	dependsOn func(string) []string
+	// former are the apps that were in a group and are in none since a
+	// reload: managed on their own (formerMembersManaged).
+	former map[string]bool
 }
 
 // SetTopology sets the groups and where depends_on is read. A group's members
@@ -27,6 +30,11 @@ type topology struct {
 // get the default policy (DefaultGracePeriod, DefaultFailTimeout) unless a
 // route or a TCP route manages them too. The configuration's check guarantees
 // that an app is in one group at most and that no group id is an app id.
+//
+// An app that a reload takes out of every group stays managed, on its own
+// policy: its routes' when routes manage it, else the default one (it is put
+// to sleep once idle for DefaultGracePeriod), until a group names it again
+// or the node restarts.
 func (e *Engine) SetTopology(t Topology) {
 	tp := &topology{groups: slices.Clone(t.Groups), byID: map[string]*Group{}, groupOf: map[string]*Group{}, dependsOn: t.DependsOn}
 	for i := range tp.groups {
@@ -38,10 +46,39 @@ func (e *Engine) SetTopology(t Topology) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	prev := e.topo
+	tp.former = formerMembers(prev, tp)
+	for id := range tp.former {
+		if g := prev.groupOf[id]; g != nil {
+			e.log.Info("an app left its group on reload: it sleeps on its own policy now (its routes', else the default grace period)",
+				"app", id, "group", g.ID)
+		}
+	}
 	e.topo = tp
 	for id := range tp.groupOf {
 		e.knowLocked(id)
 	}
+	for id := range tp.former {
+		e.knowLocked(id)
+	}
+}
+
+// formerMembers are the apps that were in a group before a reload (prev's
+// members, and prev's former members) and that next puts in none. Pure.
+func formerMembers(prev, next *topology) map[string]bool {
+	out := map[string]bool{}
+	if prev != nil {
+		for id := range prev.groupOf {
+			out[id] = true
+		}
+		for id := range prev.former {
+			out[id] = true
+		}
+	}
+	for id := range next.groupOf {
+		delete(out, id)
+	}
+	return out
 }
 
 // know makes the engine keep the record of id, an app managed without a route
@@ -98,22 +135,27 @@ func (e *Engine) GroupOf(appID string) (Group, bool) {
 // (Topology.DependsOn) and what the app says of itself through its driver
 // (paas.PolicyHint.DependsOn: the docker driver's reaper.depends_on label),
 // read on each call from the driver's memory, so a container discovered or
-// recreated with other labels counts at once.
+// recreated with other labels counts at once. An app on a depends_on cycle
+// (as the last look at the managed apps found it) depends on nothing.
 func (e *Engine) DependsOn(appID string) []string {
-	return e.dependsOn(e.topology(), paas.App{ID: appID, Owner: e.ownerOf(appID)})
+	if _, refused := e.deps.Load().refused(appID); refused {
+		return nil
+	}
+	return e.dependsOn(e.topology(), paas.App{ID: appID, Owner: e.ownerOf(appID)}, e.opts.Policies)
 }
 
-// dependsOn is DependsOn with the topology t; it takes no lock of the engine.
-func (e *Engine) dependsOn(t *topology, pa paas.App) []string {
+// dependsOn is DependsOn with the topology t and the hints of hints (nil:
+// none); it takes no lock of the engine.
+func (e *Engine) dependsOn(t *topology, pa paas.App, hints paas.PolicyHinter) []string {
 	appID := pa.ID
 	var out []string
 	if t != nil && t.dependsOn != nil {
 		out = t.dependsOn(appID)
 	}
-	if e.opts.Policies == nil {
+	if hints == nil {
 		return out
 	}
-	h, _ := e.opts.Policies.AppPolicy(pa)
+	h, _ := hints.AppPolicy(pa)
 	for _, d := range h.DependsOn {
 		if d != appID && !slices.Contains(out, d) {
 			out = append(slices.Clip(out), d)
@@ -131,20 +173,6 @@ func (e *Engine) hasDependencies() bool {
 // StartOrder returns the group's members in their start order (dependencies
 // first); they stop in the reverse order.
 func (e *Engine) StartOrder(g Group) []string { return StartOrder(g.Apps, e.DependsOn) }
-
-// dependents returns the managed apps that depend on appID.
-func (e *Engine) dependents(appID string, managed []ManagedApp) []string {
-	if !e.hasDependencies() {
-		return nil
-	}
-	var out []string
-	for _, m := range managed {
-		if slices.Contains(e.DependsOn(m.App.ID), appID) {
-			out = append(out, m.App.ID)
-		}
-	}
-	return out
-}
 
 // wakeSet is every app a wake of appID wakes: its group's members and, for
 // each, its dependencies, transitively; appID included, sorted.
@@ -183,10 +211,12 @@ const maxWakeSet = 256
 // worker woken by its group has no route of its own. Such a member takes the
 // longest grace period of its group's members that routes manage (the group
 // sleeps on that clock), DefaultGracePeriod when none is; and
-// DefaultFailTimeout. Every member gets the group's keep-up windows.
+// DefaultFailTimeout. Every member gets the group's keep-up windows. It adds
+// the former members (apps a reload took out of every group) that no route
+// manages too, on the default policy: nothing else would put them to sleep.
 func (e *Engine) groupMembersManaged(out []ManagedApp) []ManagedApp {
 	t := e.topology()
-	if len(t.groupOf) == 0 {
+	if len(t.groupOf) == 0 && len(t.former) == 0 {
 		return out
 	}
 	have := map[string]bool{}
@@ -207,6 +237,13 @@ func (e *Engine) groupMembersManaged(out []ManagedApp) []ManagedApp {
 			p.GracePeriod = DefaultGracePeriod
 		}
 		out = append(out, ManagedApp{App: paas.App{ID: id, Owner: e.ownerOf(id)}, Name: id, Routes: []string{}, Policy: p, Group: g.ID})
+	}
+	for id := range t.former {
+		if have[id] || t.groupOf[id] != nil {
+			continue
+		}
+		p := Policy{GracePeriod: DefaultGracePeriod, FailTimeout: DefaultFailTimeout}
+		out = append(out, ManagedApp{App: paas.App{ID: id, Owner: e.ownerOf(id)}, Name: id, Routes: []string{}, Policy: p})
 	}
 	for i := range out { // the group's keep-up windows are every member's
 		if g := t.groupOf[out[i].App.ID]; g != nil && len(g.MustBeUp) > 0 {
@@ -233,7 +270,7 @@ func (e *Engine) ownerOf(id string) string {
 // longest grace period of the apps that need it (it sleeps once they do; it is
 // kept up while one of them is awake, NeededBy) and DefaultFailTimeout. Bounded
 // by maxWakeSet new apps.
-func (e *Engine) dependenciesManaged(out []ManagedApp) []ManagedApp {
+func (e *Engine) dependenciesManaged(out []ManagedApp, dependsOn func(paas.App) []string) []ManagedApp {
 	if !e.hasDependencies() {
 		return out
 	}
@@ -243,7 +280,7 @@ func (e *Engine) dependenciesManaged(out []ManagedApp) []ManagedApp {
 	}
 	added := map[string]bool{}
 	for i := 0; i < len(out); i++ { // out grows: the dependencies' own come next
-		for _, d := range e.DependsOn(out[i].App.ID) {
+		for _, d := range dependsOn(out[i].App) {
 			j, ok := index[d]
 			switch {
 			case added[d]: // the longest grace of the apps that need it
@@ -273,14 +310,14 @@ func (e *Engine) dependenciesLocked() map[string]bool {
 	out := map[string]bool{}
 	var todo []paas.App
 	for id, a := range e.apps {
-		if len(a.claims) > 0 || e.topo != nil && e.topo.groupOf[id] != nil {
+		if len(a.claims) > 0 || e.topo != nil && (e.topo.groupOf[id] != nil || e.topo.former[id]) {
 			todo = append(todo, paas.App{ID: id, Owner: a.owner})
 		}
 	}
 	for len(todo) > 0 && len(out) < maxWakeSet {
 		pa := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		for _, d := range e.dependsOn(e.topo, pa) {
+		for _, d := range e.dependsOn(e.topo, pa, e.opts.Policies) {
 			if !out[d] {
 				out[d] = true
 				owner := ""

@@ -186,8 +186,8 @@ func (e *Engine) sweep() {
 	defer e.mu.Unlock()
 	deps := e.dependenciesLocked()
 	for id, a := range e.apps {
-		if e.topo != nil && e.topo.groupOf[id] != nil || deps[id] {
-			continue // a group's member or a dependency: managed without a route (topology.go)
+		if e.topo != nil && (e.topo.groupOf[id] != nil || e.topo.former[id]) || deps[id] {
+			continue // a group's member, a former one or a dependency: managed without a route (topology.go)
 		}
 		if len(a.claims) == 0 && a.inFlight.Load() == 0 && a.held.Load() == 0 && !a.waiting.Load() &&
 			a.lastAccess.Load() <= a.flushed.Load() {

@@ -98,6 +98,9 @@ func printApp(w io.Writer, a reaper.AppView, now time.Time) {
 		if a.PolicyError != "" {
 			line("policy error", a.PolicyError+" (the routes' value applies)")
 		}
+		if a.DependsOnError != "" {
+			line("depends_on", a.DependsOnError)
+		}
 	} else {
 		line("routes", "none: known to the store only")
 	}
