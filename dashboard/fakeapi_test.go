@@ -170,11 +170,13 @@ func testApps() []reaper.AppView {
 			Hold:        &reaper.KeepWarm{Until: t0.Add(6 * time.Hour), Reason: "demo on Friday", By: "bob"},
 			GracePeriod: "2s", GracePeriodFrom: "label reaper.grace_period of container shop-1",
 			Busy:     &reaper.BusyNote{Since: t0, Why: "busy: its busy_url answered 200"},
-			BootTime: "1.234s", MemoryBytes: 40064 << 10, MemoryAt: ptr(time.Now().Add(-time.Minute))},
+			BootTime: "1.234s", MemoryBytes: 40064 << 10, MemoryAt: ptr(time.Now().Add(-time.Minute)),
+			DependsOn: []string{"db", "cache"}},
 		{AppID: "blog", Status: reaper.StatusDown, Routes: []string{"blog", "blog-www"}, Managed: true, LastStatusUpdate: &down,
 			LastCheckAt: ptr(time.Now())},
 		{AppID: "crm", Status: reaper.StatusError, ErrorCause: "the deployment failed", Routes: []string{"crm"}, Managed: true,
-			LastCheckAt: ptr(time.Now()), GracePeriod: "1h0m0s", PolicyError: `container crm-1: label reaper.grace_period: "soon" is not a duration`},
+			LastCheckAt: ptr(time.Now()), GracePeriod: "1h0m0s", PolicyError: `container crm-1: label reaper.grace_period: "soon" is not a duration`,
+			DependsOnError: "depends_on makes a cycle (crm → mail → crm): ignored"},
 	}
 }
 

@@ -115,6 +115,7 @@ func TestAppPage_ShowsStateWakesAwakeAndHistory(t *testing.T) {
 		"Savings are not available",                              // 404 for the app's savings
 		"from the label reaper.grace_period of container shop-1", // the app's own grace period
 		"Boot time", "1.234s", "Memory awake", "39.1 MiB", "measured", // what the driver measured
+		"Depends on", "db, cache", // the apps it needs up first
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the app page does not say %q", want)
@@ -130,6 +131,12 @@ func TestAppPage_ShowsStateWakesAwakeAndHistory(t *testing.T) {
 	crm := td.do("GET", "/apps/crm", nil, cookies).Body.String()
 	if !strings.Contains(crm, `label reaper.grace_period: &#34;soon&#34; is not a duration (the routes&#39; grace period applies)`) {
 		t.Error("the app page does not show the label that cannot be read")
+	}
+	if !strings.Contains(crm, "crm → mail → crm): ignored") || !strings.Contains(crm, `<span id="depends-fact">—`) {
+		t.Error("the app page does not show the depends_on it ignores, and why")
+	}
+	if blog := td.do("GET", "/apps/blog", nil, cookies).Body.String(); strings.Contains(blog, "Depends on") {
+		t.Error("an app with no depends_on has a Depends on fact")
 	}
 	if !strings.Contains(crm, `<span id="memory-fact">—</span>`) {
 		t.Error("an app whose memory was never measured does not show a dash")

@@ -113,6 +113,9 @@ type AppView struct {
 	// PolicyError is what the app says of its own policy and cannot be used
 	// (an unreadable label): its routes' values apply.
 	PolicyError string `json:"policy_error,omitempty"`
+	// DependsOn are the apps it needs up first, as the engine honours them
+	// (its depends_on from the file or its labels); absent when none.
+	DependsOn []string `json:"depends_on,omitempty"`
 	// DependsOnError says why the app's depends_on is ignored: it makes a
 	// cycle (spelled out, "a → b → a") through the apps' own labels.
 	DependsOnError string     `json:"depends_on_error,omitempty"`
@@ -221,6 +224,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		if isManaged {
 			v.GracePeriod, v.FailTimeout = m.Policy.GracePeriod.String(), m.Policy.FailTimeout.String()
 			v.GracePeriodFrom, v.PolicyError, v.DependsOnError = m.GraceFrom, m.PolicyProblem, m.DependsOnProblem
+			v.DependsOn = a.Engine.DependsOn(appID)
 			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy, time.Now()))
 		}
 		if rec.Status.Asleep() {

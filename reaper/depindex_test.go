@@ -147,6 +147,12 @@ func TestJob_ADependsOnCycleFromLabelsIsRefused(t *testing.T) {
 		if _, v, _ := call(t, h, "GET", "/api/apps/db", ""); !strings.Contains(fmt.Sprint(v["depends_on_error"]), cycle) {
 			t.Errorf("db's admin view: depends_on_error %v, want the cycle %q", v["depends_on_error"], cycle)
 		}
+		if _, v, _ := call(t, h, "GET", "/api/apps/web", ""); fmt.Sprint(v["depends_on"]) != "[api]" || v["depends_on_error"] != nil {
+			t.Errorf("web's admin view: depends_on %v (error %v), want [api] and no error", v["depends_on"], v["depends_on_error"])
+		}
+		if _, v, _ := call(t, h, "GET", "/api/apps/db", ""); v["depends_on"] != nil {
+			t.Errorf("db's admin view: depends_on %v, want none (its cycle is refused)", v["depends_on"])
+		}
 
 		e.engine.asks.askNow(e.engine.app("web"), time.Now())
 		idleFor(time.Minute)
