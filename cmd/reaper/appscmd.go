@@ -98,6 +98,9 @@ func printApp(w io.Writer, a reaper.AppView, now time.Time) {
 		if a.PolicyError != "" {
 			line("policy error", a.PolicyError+" (the routes' value applies)")
 		}
+		if a.BusyURL != "" {
+			line("busy_url", a.BusyURL+" ("+a.BusyURLFrom+"; a failing one keeps it up "+a.BusyMax+" at most)")
+		}
 	} else {
 		line("routes", "none: known to the store only")
 	}
