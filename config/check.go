@@ -232,6 +232,7 @@ func anyAddress(host string) bool {
 func (c *Config) checkReaperApps(d *conf.Decoder, errs *conf.Errors) map[string]bool {
 	managed := map[string]bool{}
 	busy := busyURLs{}
+	c.routeBusy = busy // for Warnings
 	own := c.staticOwners()
 	for i := range c.Routes {
 		r := &c.Routes[i]

@@ -39,6 +39,10 @@ type Config struct {
 	Triggers []trigger.Config `yaml:"triggers"`
 	// Groups are apps that wake together and sleep together (groups.go).
 	Groups []Group `yaml:"groups"`
+
+	// routeBusy are the busy_urls the routes give each app, and where, as the
+	// checks found them (for Warnings).
+	routeBusy busyURLs
 }
 
 // Node is this copy of reaper: where it listens and keeps its data.

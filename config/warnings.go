@@ -14,10 +14,10 @@ const minAdminToken = 16
 // check` prints them and `reaper serve` logs them at start. Each begins with
 // the field's path. They never show a secret, only its length.
 func (c *Config) Warnings() []string {
-	var out []string
+	out := c.busyWarnings()
 	n := &c.Node
 	if !n.AdminToken.IsSet() {
-		return nil
+		return out
 	}
 	if l := len([]rune(n.AdminToken.Reveal())); l < minAdminToken {
 		out = append(out, fmt.Sprintf("node.admin_token: is %d characters long; use at least %d random ones "+

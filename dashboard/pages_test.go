@@ -114,6 +114,7 @@ func TestAppPage_ShowsStateWakesAwakeAndHistory(t *testing.T) {
 		"Busy: its sleep is put off since", "its busy_url answered 200", // a worker's busy_url
 		"Savings are not available",                              // 404 for the app's savings
 		"from the label reaper.grace_period of container shop-1", // the app's own grace period
+		"Busy URL", "http://shop-1:8080/busy", "from the label reaper.busy_url of container shop-1", // its busy_url, and from where
 		"Boot time", "1.234s", "Memory awake", "39.1 MiB", "measured", // what the driver measured
 		"Depends on", "db, cache", // the apps it needs up first
 	} {
@@ -140,6 +141,9 @@ func TestAppPage_ShowsStateWakesAwakeAndHistory(t *testing.T) {
 	}
 	if !strings.Contains(crm, `<span id="memory-fact">—</span>`) {
 		t.Error("an app whose memory was never measured does not show a dash")
+	}
+	if !regexp.MustCompile(`<span id="busy-url-fact"[^>]*>— </span>`).MatchString(crm) {
+		t.Error("an app without a busy_url does not show a dash for it")
 	}
 	if res := td.do("GET", "/apps/nope", nil, cookies); res.Code != 404 || !strings.Contains(res.Body.String(), `There is no app &#34;nope&#34;`) {
 		t.Errorf("an unknown app: %d", res.Code)

@@ -103,6 +103,9 @@ func (r *dashRun) wakeThenSleep() {
 	navigate(t, pg, r.base+"/apps/hello")
 	watchBadge(t, pg)
 	pg.WaitFor(t, `document.getElementById("live").dataset.state === "on"`, waitFor)
+	if got := strings.TrimSpace(evalString(t, pg, `document.getElementById("busy-url-fact").innerText`)); got != "—" {
+		t.Errorf("hello has no busy_url; its page says %q", got)
+	}
 	act(t, pg, r.shots, "wake", "Wake hello now?")
 	pg.WaitFor(t, `window.__seen.includes("Up")`, waitFor)
 	seen := badgeHistory(t, pg)

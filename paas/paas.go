@@ -262,6 +262,10 @@ type PolicyHint struct {
 	// reaper.busy_url is (200: busy, 204 or 404: idle), for an app no route
 	// of which sets one: a route-less worker of a group. "": not set.
 	BusyURL string
+	// BusyFrom says where BusyURL comes from, for operators: "label
+	// reaper.busy_url of container worker-1", "config paas.apps[].busy_url".
+	// "": the driver does not say.
+	BusyFrom string
 	// BusyMax is how long a failing BusyURL keeps the app up; 0: the
 	// default (an hour).
 	BusyMax time.Duration

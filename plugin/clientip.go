@@ -27,6 +27,14 @@ func requestIDs(values []string, trusted bool) (id, client string) {
 	return uuid.Must(uuid.NewV7()).String(), client
 }
 
+// RequestIDs returns the id of a request that the gateway's handler does not
+// serve (the producer endpoint in front of it), as the gateway would give it
+// (requestIDs): the X-Request-Id of a trusted proxy, else a new one, and the
+// client's own id.
+func RequestIDs(req *http.Request, trusted []netip.Prefix) (id, client string) {
+	return requestIDs(req.Header[headerRequestID], inPrefixes(trusted, peerAddr(req.RemoteAddr)))
+}
+
 func validRequestID(s string) bool {
 	if s == "" || len(s) > 128 {
 		return false

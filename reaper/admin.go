@@ -134,6 +134,15 @@ type AppView struct {
 	Hold *KeepWarm `json:"hold"`
 	// SleepAsked is an operator's "sleep now" still pending.
 	SleepAsked *SleepAsk `json:"sleep_asked"`
+	// BusyURL is the busy_url in effect (without its query, which may hold a
+	// token), asked before the app is put to sleep; BusyURLFrom says where it
+	// comes from: "route <id>", the driver's words for the app's own ("label
+	// reaper.busy_url of container worker-1", "config paas.apps[].busy_url"),
+	// or "driver hint"; BusyMax is how long a failing one keeps the app up.
+	// All absent when it has none.
+	BusyURL     string `json:"busy_url,omitempty"`
+	BusyURLFrom string `json:"busy_url_from,omitempty"`
+	BusyMax     string `json:"busy_max,omitempty"`
 	// Busy says why its sleep is put off, while its busy_url says it is busy
 	// (or fails); absent otherwise.
 	Busy *BusyNote `json:"busy,omitempty"`
@@ -225,6 +234,9 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 			v.GracePeriod, v.FailTimeout = m.Policy.GracePeriod.String(), m.Policy.FailTimeout.String()
 			v.GracePeriodFrom, v.PolicyError, v.DependsOnError = m.GraceFrom, m.PolicyProblem, m.DependsOnProblem
 			v.DependsOn = a.Engine.DependsOn(appID)
+			if m.Policy.BusyURL != "" {
+				v.BusyURL, v.BusyURLFrom, v.BusyMax = redactURL(m.Policy.BusyURL), m.BusyFrom, m.Policy.BusyMax.String()
+			}
 			v.ReapAt = ptime(ReapAt(rec, Input{LastAccess: la, Busy: v.InFlight > 0}, m.Policy, time.Now()))
 		}
 		if rec.Status.Asleep() {

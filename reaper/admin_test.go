@@ -115,3 +115,52 @@ func TestAdminAPI_ShowsWhatTheDriverMeasured(t *testing.T) {
 		}
 	})
 }
+
+// An app's view says which busy_url is in effect and where it comes from: a
+// route's (which wins over the app's own), the driver's hint for the app (its
+// label or config entry), or none. The URL's query, which may hold a token, is
+// never shown.
+func TestAdminAPI_BusyURLAndWhereItComesFrom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const label = "label reaper.busy_url of container worker-1"
+		fake := paastest.New("routed", "both", "labelled", "declared", "none")
+		fake.SetHint("both", paas.PolicyHint{BusyURL: "http://127.0.0.1:4001/busy", BusyFrom: label}, nil)
+		fake.SetHint("labelled", paas.PolicyHint{BusyURL: "http://127.0.0.1:4002/busy", BusyMax: 5 * time.Minute, BusyFrom: label}, nil)
+		fake.SetHint("declared", paas.PolicyHint{BusyURL: "http://127.0.0.1:4003/busy"}, nil)
+		e := newEnv(t, fake, "")
+		e.engine.opts.Policies = fake
+		e.route(config("routed", func(c *Config) { c.BusyURL = "http://127.0.0.1:3001/busy?token=s3cret" }))
+		e.route(config("both", func(c *Config) { c.BusyURL = "http://127.0.0.1:3002/busy" }))
+		e.route(config("labelled"))
+		e.route(config("declared"))
+		e.route(config("none"))
+		e.start()
+		defer e.stop()
+		settle()
+		h := (&AdminAPI{Engine: e.engine, Store: e.store}).Handler()
+		for _, tc := range []struct {
+			app, url, from, busyMax string
+		}{
+			{"routed", "http://127.0.0.1:3001/busy", "route route-routed", "1h0m0s"},
+			{"both", "http://127.0.0.1:3002/busy", "route route-both", "1h0m0s"},
+			{"labelled", "http://127.0.0.1:4002/busy", label, "5m0s"},
+			{"declared", "http://127.0.0.1:4003/busy", "driver hint", "1h0m0s"},
+			{"none", "", "", ""},
+		} {
+			code, v, _ := call(t, h, "GET", "/api/apps/"+tc.app, "")
+			got := func(k string) string { s, _ := v[k].(string); return s }
+			if code != 200 || got("busy_url") != tc.url || got("busy_url_from") != tc.from || got("busy_max") != tc.busyMax {
+				t.Errorf("%s: %d busy_url %q from %q, busy_max %q; want %q from %q, %q", tc.app, code,
+					got("busy_url"), got("busy_url_from"), got("busy_max"), tc.url, tc.from, tc.busyMax)
+			}
+			if _, ok := v["busy_url_from"]; tc.from == "" && ok {
+				t.Errorf("%s: busy_url_from present without a busy_url", tc.app)
+			}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/apps", nil))
+		if strings.Contains(rec.Body.String(), "s3cret") {
+			t.Error("the list shows the busy_url's query (a token)")
+		}
+	})
+}

@@ -134,6 +134,11 @@ type ManagedApp struct {
 	// PolicyProblem is what the app says of its own policy and cannot be used
 	// (an unreadable label): the routes' value applies.
 	PolicyProblem string
+	// BusyFrom says where Policy.BusyURL comes from: "route <id>", the
+	// driver's words for the app's own ("label reaper.busy_url of container
+	// worker-1", "config paas.apps[].busy_url"), or "driver hint" when the
+	// driver does not say; empty when there is no busy_url.
+	BusyFrom string
 	// Group is the id of the group the app is in ("" when none).
 	Group string
 	// DependsOnProblem says why the app's depends_on is not honoured: it
@@ -278,7 +283,7 @@ func (e *Engine) managedAndDeps() ([]ManagedApp, *depIndex) {
 	if e.opts.Policies != nil {
 		for i := range out {
 			h, err := hints.AppPolicy(out[i].App)
-			out[i].Policy, out[i].GraceFrom, out[i].PolicyProblem = applyHint(out[i].Policy, h, err)
+			out[i] = applyHint(out[i], h, err)
 		}
 	}
 	return out, idx
@@ -304,6 +309,7 @@ func (e *Engine) managed() []ManagedApp {
 		}
 		sort.Strings(m.Routes)
 		m.Name = names[m.Routes[0]]
+		m.BusyFrom = busyRoute(a.claims, m.Policy.BusyURL)
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].App.ID < out[j].App.ID })
@@ -326,6 +332,21 @@ func mergePolicy(a, b Policy) Policy {
 		BusyURL: minNonEmpty(a.BusyURL, b.BusyURL),
 		BusyMax: max(a.BusyMax, b.BusyMax),
 	}
+}
+
+// busyRoute names the route whose busy_url is url, the merged one: "route
+// <id>", the first by id when several set it; "" when url is empty.
+func busyRoute(claims map[*Config]claim, url string) string {
+	if url == "" {
+		return ""
+	}
+	from := ""
+	for cfg, c := range claims {
+		if cfg.BusyURL == url && (from == "" || c.routeID < from) {
+			from = c.routeID
+		}
+	}
+	return "route " + from
 }
 
 func (e *Engine) app(id string) *app {

@@ -9,24 +9,26 @@ import (
 // What an app says of its own policy (paas.PolicyHinter: a container's
 // reaper.grace_period label) and how it meets the policy its routes merged.
 
-// applyHint returns the app's effective policy: p, the routes' merged policy,
-// with the app's own grace period when it sets one. The app's wins, longer or
-// shorter, because its owner set it for this app alone, where a route's is a
-// default for whatever the route serves. The app's busy_url (and busy_max)
-// applies only when no route of it sets one: a route-less group member has
-// no other way to get one. A hint that cannot be read (err) changes nothing
-// it could not read, and is returned as problem for the operators. from says where the grace period came from, when from the hint.
-// Pure.
-func applyHint(p Policy, h paas.PolicyHint, err error) (_ Policy, from, problem string) {
+// applyHint returns the app m with its effective policy: m.Policy, the
+// routes' merged policy, with the app's own grace period when it sets one
+// (GraceFrom says where from). The app's wins, longer or shorter, because its
+// owner set it for this app alone, where a route's is a default for whatever
+// the route serves. The app's busy_url (and busy_max) applies only when no
+// route of it sets one (BusyFrom is then the hint's, or "driver hint"): a
+// route-less group member has no other way to get one. A hint that cannot be
+// read (err) changes nothing it could not read, and is returned as
+// PolicyProblem for the operators. Pure.
+func applyHint(m ManagedApp, h paas.PolicyHint, err error) ManagedApp {
 	if h.GracePeriod > 0 {
-		p.GracePeriod, from = h.GracePeriod, h.From
+		m.Policy.GracePeriod, m.GraceFrom = h.GracePeriod, h.From
 	}
-	if p.BusyURL == "" && h.BusyURL != "" {
+	if m.Policy.BusyURL == "" && h.BusyURL != "" {
 		// A route's busy_url wins: its busy_max goes with it.
-		p.BusyURL, p.BusyMax = h.BusyURL, cmp.Or(h.BusyMax, DefaultBusyMax)
+		m.Policy.BusyURL, m.Policy.BusyMax = h.BusyURL, cmp.Or(h.BusyMax, DefaultBusyMax)
+		m.BusyFrom = cmp.Or(h.BusyFrom, "driver hint")
 	}
 	if err != nil {
-		problem = err.Error()
+		m.PolicyProblem = err.Error()
 	}
-	return p, from, problem
+	return m
 }

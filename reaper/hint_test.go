@@ -30,7 +30,8 @@ func TestApplyHint(t *testing.T) {
 		{"an unreadable label: the routes', and why", paas.PolicyHint{}, bad, time.Hour, "", bad.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, from, problem := applyHint(routes, tc.hint, tc.err)
+			m := applyHint(ManagedApp{Policy: routes}, tc.hint, tc.err)
+			p, from, problem := m.Policy, m.GraceFrom, m.PolicyProblem
 			if p.GracePeriod != tc.grace || from != tc.from || problem != tc.problem {
 				t.Errorf("got %s, %q, %q; want %s, %q, %q", p.GracePeriod, from, problem, tc.grace, tc.from, tc.problem)
 			}
@@ -134,31 +135,72 @@ func TestJob_DependsOnFromTheDriversHint(t *testing.T) {
 
 // An app's own busy_url (its driver's entry or label) applies when no route of
 // it sets one, with its busy_max or the default; a route's busy_url wins, with
-// its own busy_max.
+// its own busy_max. Where the one in effect comes from is kept for operators.
 func TestApplyHint_BusyURL(t *testing.T) {
 	const routeURL, appURL = "http://127.0.0.1:3001/busy", "http://127.0.0.1:4001/busy"
+	const label = "label reaper.busy_url of container worker-1"
 	for _, tc := range []struct {
-		name    string
-		routes  Policy
-		hint    paas.PolicyHint
-		url     string
-		busyMax time.Duration
+		name     string
+		routes   Policy
+		routeSrc string // the route's BusyFrom, as managed() sets it
+		hint     paas.PolicyHint
+		url      string
+		busyMax  time.Duration
+		from     string
 	}{
-		{"none", Policy{BusyMax: DefaultBusyMax}, paas.PolicyHint{}, "", DefaultBusyMax},
-		{"the route's alone", Policy{BusyURL: routeURL, BusyMax: 2 * time.Hour}, paas.PolicyHint{}, routeURL, 2 * time.Hour},
-		{"the route's wins over the app's", Policy{BusyURL: routeURL, BusyMax: 2 * time.Hour},
-			paas.PolicyHint{BusyURL: appURL, BusyMax: time.Minute}, routeURL, 2 * time.Hour},
-		{"the app's when the routes set none", Policy{BusyMax: DefaultBusyMax},
-			paas.PolicyHint{BusyURL: appURL, BusyMax: time.Minute}, appURL, time.Minute},
-		{"a route-less member: the app's, default busy_max", Policy{},
-			paas.PolicyHint{BusyURL: appURL}, appURL, DefaultBusyMax},
-		{"a busy_max without a busy_url changes nothing", Policy{BusyMax: DefaultBusyMax},
-			paas.PolicyHint{BusyMax: time.Minute}, "", DefaultBusyMax},
+		{"none", Policy{BusyMax: DefaultBusyMax}, "", paas.PolicyHint{}, "", DefaultBusyMax, ""},
+		{"the route's alone", Policy{BusyURL: routeURL, BusyMax: 2 * time.Hour}, "route web", paas.PolicyHint{},
+			routeURL, 2 * time.Hour, "route web"},
+		{"the route's wins over the app's", Policy{BusyURL: routeURL, BusyMax: 2 * time.Hour}, "route web",
+			paas.PolicyHint{BusyURL: appURL, BusyMax: time.Minute, BusyFrom: label}, routeURL, 2 * time.Hour, "route web"},
+		{"the app's label when the routes set none", Policy{BusyMax: DefaultBusyMax}, "",
+			paas.PolicyHint{BusyURL: appURL, BusyMax: time.Minute, BusyFrom: label}, appURL, time.Minute, label},
+		{"the app's config entry", Policy{BusyMax: DefaultBusyMax}, "",
+			paas.PolicyHint{BusyURL: appURL, BusyFrom: "config paas.apps[].busy_url"}, appURL, DefaultBusyMax, "config paas.apps[].busy_url"},
+		{"a driver that does not say where from", Policy{BusyMax: DefaultBusyMax}, "",
+			paas.PolicyHint{BusyURL: appURL}, appURL, DefaultBusyMax, "driver hint"},
+		{"a route-less member: the app's, default busy_max", Policy{}, "",
+			paas.PolicyHint{BusyURL: appURL, BusyFrom: label}, appURL, DefaultBusyMax, label},
+		{"a busy_max without a busy_url changes nothing", Policy{BusyMax: DefaultBusyMax}, "",
+			paas.PolicyHint{BusyMax: time.Minute, BusyFrom: label}, "", DefaultBusyMax, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, _, _ := applyHint(tc.routes, tc.hint, nil)
-			if p.BusyURL != tc.url || p.BusyMax != tc.busyMax {
-				t.Errorf("busy_url %q, busy_max %s; want %q, %s", p.BusyURL, p.BusyMax, tc.url, tc.busyMax)
+			m := applyHint(ManagedApp{Policy: tc.routes, BusyFrom: tc.routeSrc}, tc.hint, nil)
+			if m.Policy.BusyURL != tc.url || m.Policy.BusyMax != tc.busyMax || m.BusyFrom != tc.from {
+				t.Errorf("busy_url %q, busy_max %s, from %q; want %q, %s, %q", m.Policy.BusyURL, m.Policy.BusyMax, m.BusyFrom,
+					tc.url, tc.busyMax, tc.from)
+			}
+		})
+	}
+}
+
+// busyRoute names the route whose busy_url won the merge (the smallest URL),
+// the first by id when several routes set the same.
+func TestBusyRoute(t *testing.T) {
+	const a, b = "http://127.0.0.1:3001/busy", "http://127.0.0.1:3002/busy"
+	claims := func(urls ...string) map[*Config]claim {
+		m := map[*Config]claim{}
+		for i, u := range urls {
+			id := string(rune('z' - i)) // z, y, x: map order must not matter
+			m[&Config{BusyURL: u}] = claim{routeID: id}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name   string
+		claims map[*Config]claim
+		url    string
+		want   string
+	}{
+		{"no busy_url", claims("", ""), "", ""},
+		{"one route sets it", claims("", a), a, "route y"},
+		{"two set the same: the first by id", claims(a, a, ""), a, "route y"},
+		{"two differ: the one whose URL won", claims(b, a), a, "route y"},
+		{"two differ, the other way", claims(a, b), a, "route z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := busyRoute(tc.claims, tc.url); got != tc.want {
+				t.Errorf("busyRoute(%q) = %q, want %q", tc.url, got, tc.want)
 			}
 		})
 	}

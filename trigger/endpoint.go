@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,8 @@ const (
 // Endpoint serves the producer endpoint: a trigger {id, wake, token} woken by a
 // producer that holds its token, not the admin token. An unknown id and a
 // wrong token get the same 401, in the same time (both compare a digest), so
-// the endpoint never says which ids exist. Tokens are never logged.
+// the endpoint never says which ids exist. Each call has its access line, as
+// the gateway's requests do (accesslog.go). Tokens are never logged.
 type Endpoint struct {
 	runner   *Runner
 	byID     map[string]*Config
@@ -42,6 +44,8 @@ type Endpoint struct {
 	failures *ratelimit.Failures
 	clientOf func(*http.Request) string
 	decoy    [sha256.Size]byte
+	access   *slog.Logger
+	trusted  []netip.Prefix
 }
 
 // EndpointOptions configure an Endpoint; zero values take the defaults.
@@ -54,12 +58,18 @@ type EndpointOptions struct {
 	// RemoteAddr.
 	ClientKey func(*http.Request) string
 	Logger    *slog.Logger
+	// AccessLog receives a line per call, as the gateway's Logger does its
+	// requests' (message "access"); nil: none.
+	AccessLog *slog.Logger
+	// TrustedProxies are the peers whose X-Forwarded-For and X-Request-Id the
+	// access line believes, as the gateway does (node.trusted_proxies).
+	TrustedProxies []netip.Prefix
 }
 
 // NewEndpoint returns the producer endpoint of r's triggers that have a token,
 // or nil when none has (the gateway then serves the path as any other).
 func NewEndpoint(r *Runner, opts EndpointOptions) *Endpoint {
-	e := &Endpoint{runner: r, byID: map[string]*Config{}, clientOf: opts.ClientKey}
+	e := &Endpoint{runner: r, byID: map[string]*Config{}, clientOf: opts.ClientKey, access: opts.AccessLog, trusted: opts.TrustedProxies}
 	for i := range r.opts.Triggers {
 		if c := &r.opts.Triggers[i]; c.Kind() == KindEndpoint {
 			e.byID[c.ID] = c
@@ -106,9 +116,13 @@ func (e *Endpoint) Wrap(next http.Handler) http.Handler {
 // ServeHTTP answers POST WakePathPrefix<id>: 202 with whether a wake was asked
 // ({"asked": false} when the app is up or waking already), 401 for a wrong
 // token or an unknown id alike, 429 past the rate limits, 405 for another
-// method.
+// method. Each call writes its access line.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	call := e.begin(w, r)
+	defer call.end()
+	w = &call.rec
 	if r.Method != http.MethodPost {
+		call.outcome = "refused: use POST"
 		w.Header().Set("Allow", http.MethodPost)
 		httpjson.Error(w, http.StatusMethodNotAllowed, "use POST")
 		return
@@ -116,26 +130,35 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	client := e.clientOf(r)
 	if wait, limited := e.failures.Limited(client, endpointDoor, now); limited {
+		call.outcome = "refused: too many failed calls from this client"
 		e.refused(RefusedRateLimited)
 		tooMany(w, wait)
 		return
 	}
 	if ok, wait := e.calls.Allow(client, now); !ok {
+		call.outcome = "refused: too many calls from this client"
 		e.refused(RefusedRateLimited)
 		tooMany(w, wait)
 		return
 	}
-	c := e.authorized(strings.TrimPrefix(r.URL.Path, WakePathPrefix), r.Header.Get("Authorization"))
+	id := strings.TrimPrefix(r.URL.Path, WakePathPrefix)
+	c := e.authorized(id, r.Header.Get("Authorization"))
 	if c == nil {
+		call.outcome = "refused: unauthorized (a wrong or missing token, or no such trigger)"
+		if known := e.byID[id]; known != nil {
+			call.app = known.Wake // the operator may know whose producer gets it wrong
+		}
 		e.failures.Failed(client, endpointDoor, now)
 		e.refused(RefusedUnauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="reaper"`)
 		httpjson.Error(w, http.StatusUnauthorized, "unauthorized")
 		return
 	}
+	call.app = c.Wake
 	st := e.runner.states[c.ID]
 	e.runner.looked(c, st, now, true, nil)
-	asked := e.runner.fire(r.Context(), c, st)
+	asked, outcome := e.runner.fire(r.Context(), c, st)
+	call.outcome = outcome
 	httpjson.Write(w, http.StatusAccepted, map[string]any{"trigger": c.ID, "asked": asked})
 }
 

@@ -228,28 +228,37 @@ func (r *Runner) looked(c *Config, st *state, now time.Time, work bool, err erro
 // first asks, the rest find the app waking.
 const minFireGap = time.Second
 
+// What a fire did, as the producer endpoint's access line says it.
+const (
+	outcomeWoken  = "woken"
+	outcomeUp     = "already up or waking"
+	outcomeRecent = "already waking: this trigger woke it less than a second ago"
+)
+
 // fire asks for c.Wake to be woken, named "trigger <id>" in its history;
-// asked is false when the app was up or waking already.
-func (r *Runner) fire(ctx context.Context, c *Config, st *state) (asked bool) {
+// asked is false when the app was up or waking already, or the wake was
+// refused; outcome says which (outcomeWoken, outcomeUp, outcomeRecent, or
+// "refused: " and why).
+func (r *Runner) fire(ctx context.Context, c *Config, st *state) (asked bool, outcome string) {
 	now := time.Now()
 	st.mu.Lock()
 	recent := st.view.LastFire != nil && now.Sub(*st.view.LastFire) < minFireGap
 	st.mu.Unlock()
 	if recent {
-		return false
+		return false, outcomeRecent
 	}
 	asked, err := r.opts.Waker.WakeFor(ctx, c.Wake, "trigger "+c.ID)
 	if err != nil {
 		r.log.Warn("a wake trigger's wake was refused", "trigger", c.ID, "wake", c.Wake, "err", err)
-		return false
+		return false, "refused: " + err.Error()
 	}
 	if !asked {
-		return false // up or waking already
+		return false, outcomeUp
 	}
 	st.set(func(v *View) { v.LastFire = &now; v.Fires++ })
 	if r.opts.Observer != nil {
 		r.opts.Observer.TriggerFired(c.ID)
 	}
 	r.log.Info("a wake trigger found work: waking", "trigger", c.ID, "wake", c.Wake)
-	return true
+	return true, outcomeWoken
 }

@@ -100,6 +100,11 @@ func printApp(w io.Writer, a reaper.AppView, now time.Time) {
 		}
 		if a.DependsOnError != "" {
 			line("depends_on", a.DependsOnError)
+		} else if len(a.DependsOn) > 0 {
+			line("depends_on", strings.Join(a.DependsOn, ", "))
+		}
+		if a.BusyURL != "" {
+			line("busy_url", a.BusyURL+" ("+a.BusyURLFrom+"; a failing one keeps it up "+a.BusyMax+" at most)")
 		}
 	} else {
 		line("routes", "none: known to the store only")

@@ -226,3 +226,35 @@ func TestSavingsCmd_CountsAnAppPutToSleep(t *testing.T) {
 		t.Errorf("reaper savings hello --json: %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
 }
+
+// reaper app says which busy_url is in effect and where it comes from, and
+// says nothing of one when the app has none.
+func TestPrintApp_BusyURL(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		view reaper.AppView
+		want string
+	}{
+		{"a route's", reaper.AppView{BusyURL: "http://127.0.0.1:3001/busy", BusyURLFrom: "route worker", BusyMax: "1h0m0s"},
+			"busy_url      http://127.0.0.1:3001/busy (route worker; a failing one keeps it up 1h0m0s at most)\n"},
+		{"a label's", reaper.AppView{BusyURL: "http://w:8080/busy", BusyURLFrom: "label reaper.busy_url of container w-1", BusyMax: "5m0s"},
+			"busy_url      http://w:8080/busy (label reaper.busy_url of container w-1; a failing one keeps it up 5m0s at most)\n"},
+		{"none", reaper.AppView{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.view.AppID, tc.view.Managed, tc.view.GracePeriod, tc.view.FailTimeout = "worker", true, "15m0s", "2m0s"
+			var b strings.Builder
+			printApp(&b, tc.view, now)
+			var got string
+			for line := range strings.Lines(b.String()) {
+				if strings.HasPrefix(line, "busy_url") {
+					got += line
+				}
+			}
+			if got != tc.want {
+				t.Errorf("busy_url line %q, want %q; all:\n%s", got, tc.want, b.String())
+			}
+		})
+	}
+}

@@ -112,3 +112,39 @@ tcp_routes:
 		}
 	}
 }
+
+// A route's busy_url that differs from the app's own entry's is a warning,
+// not an error: the file is valid, and the warning says which field holds
+// which and that the route's is used, without the URLs' queries.
+func TestCheck_WarnsWhenARoutesBusyURLHidesTheAppsOwn(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "reaper.yaml")
+	const cfg = `
+paas:
+  driver: docker
+  docker:
+    apps:
+      - {id: worker, container: worker-1, busy_url: "http://127.0.0.1:3001/busy?token=${TOKEN}"}
+routes:
+  - id: worker
+    frontend: {domains: [worker.localhost]}
+    backend: {targets: ["http://127.0.0.1:3001"]}
+    plugins: [{plugin: reaper, config: {app_id: worker, busy_url: "http://127.0.0.1:3001/jobs?token=${TOKEN}"}}]
+`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	env := func(k string) (string, bool) { return "s3cret", k == "TOKEN" }
+	if err := run(context.Background(), []string{"check", "--config", file}, env, &stdout, &stderr); err != nil {
+		t.Fatalf("check: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	want := "\nwarning: routes[0].plugins[0].config.busy_url: http://127.0.0.1:3001/jobs differs from the busy_url of app " +
+		`"worker" at paas.docker.apps[0].busy_url, http://127.0.0.1:3001/busy: the route's is used`
+	if !strings.Contains(out, want) {
+		t.Errorf("reaper check said:\n%s\nwant %q in it", out, want)
+	}
+	if strings.Contains(out+stderr.String(), "s3cret") {
+		t.Errorf("reaper check shows the token:\n%s%s", out, stderr.String())
+	}
+}

@@ -291,6 +291,8 @@ func (p *parts) buildTriggers(_ context.Context, cfg *config.Config) error {
 	p.endpoint = trigger.NewEndpoint(p.triggers, trigger.EndpointOptions{
 		ClientKey: func(r *http.Request) string { return ratelimit.Key(plugin.ClientIP(r, trusted)) },
 		Logger:    p.log.With("part", "trigger"),
+		// The gateway's logger (serve.go): the calls' access lines beside its requests'.
+		AccessLog: p.log, TrustedProxies: trusted,
 	})
 	ids := make([]string, len(cfg.Triggers))
 	for i, c := range cfg.Triggers {

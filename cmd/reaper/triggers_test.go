@@ -120,6 +120,13 @@ func TestTriggers_ProducerEndpointOnTheGateway(t *testing.T) {
 	if by := wakeAsks(t, n, "api"); len(by) != 1 || by[0] != "trigger orders" {
 		t.Errorf("wake asks by %q, want one, by \"trigger orders\"", by)
 	}
+	// Each call has its access line, in the node's log beside the gateway's.
+	path := "path=" + trigger.WakePathPrefix
+	testwait.For(t, 10*time.Second, "the calls' access lines", func() bool {
+		return n.logs.Lines("msg=access", path+"orders", "app=api", "outcome=woken", "status=202") == 1 &&
+			n.logs.Lines("msg=access", path+"orders", "app=api", "outcome=\"refused: unauthorized", "status=401") == 1 &&
+			n.logs.Lines("msg=access", path+"nope", "app=\"\"", "outcome=\"refused: unauthorized", "status=401") == 1
+	})
 	if strings.Contains(n.logs.String(), producerToken) {
 		t.Error("the producer's token is in the node's log")
 	}

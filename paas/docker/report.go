@@ -59,7 +59,8 @@ func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	d.mu.Unlock()
 	if !ok {
 		if declared != nil && declared.spec.busyURL != "" {
-			return paas.PolicyHint{BusyURL: declared.spec.busyURL, BusyMax: declared.spec.busyMax}, nil
+			return paas.PolicyHint{BusyURL: declared.spec.busyURL, BusyMax: declared.spec.busyMax,
+				BusyFrom: "config paas.docker.apps[].busy_url"}, nil
 		}
 		return paas.PolicyHint{}, nil
 	}
@@ -67,6 +68,9 @@ func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 		BusyURL: a.spec.busyURL, BusyMax: a.spec.busyMax}
 	if h.GracePeriod > 0 {
 		h.From = "label " + LabelGracePeriod + " of container " + a.spec.container
+	}
+	if h.BusyURL != "" {
+		h.BusyFrom = "label " + LabelBusyURL + " of container " + a.spec.container
 	}
 	var problems []string
 	for _, err := range []error{a.spec.graceErr, a.spec.traefikErr} {

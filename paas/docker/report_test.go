@@ -117,10 +117,11 @@ func TestDriver_BusyURLIsTheAppsHint(t *testing.T) {
 	app.BusyURL = "http://" + daddr + "/busy"
 	d := e.driver(Config{Apps: []AppConfig{app}})
 
-	if h, err := d.AppPolicy(paas.App{ID: "busyworker"}); err != nil || h.BusyURL != "http://"+addr+"/busy" || h.BusyMax != 5*time.Minute {
-		t.Errorf("labelled: %+v, %v; want its busy_url and 5m", h, err)
+	if h, err := d.AppPolicy(paas.App{ID: "busyworker"}); err != nil || h.BusyURL != "http://"+addr+"/busy" || h.BusyMax != 5*time.Minute ||
+		h.BusyFrom != "label reaper.busy_url of container "+name {
+		t.Errorf("labelled: %+v, %v; want its busy_url and 5m, from its label", h, err)
 	}
-	want := paas.PolicyHint{BusyURL: "http://" + daddr + "/busy"}
+	want := paas.PolicyHint{BusyURL: "http://" + daddr + "/busy", BusyFrom: "config paas.docker.apps[].busy_url"}
 	if h, err := d.AppPolicy(paas.App{ID: "busydeclared"}); !reflect.DeepEqual(h, want) || err != nil {
 		t.Errorf("declared: %+v, %v; want %+v", h, err, want)
 	}

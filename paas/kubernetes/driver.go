@@ -248,6 +248,7 @@ func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	var h paas.PolicyHint
 	if a.declared != nil && a.declared.BusyURL != "" {
 		h.BusyURL, h.BusyMax = a.declared.BusyURL, a.declared.BusyMax.D()
+		h.BusyFrom = "config paas.kubernetes.apps[].busy_url"
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -264,6 +265,8 @@ func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	if h.BusyURL == "" {
 		if h.BusyURL, h.BusyMax, err = busyOf(a.v.annotations); err != nil {
 			problems = append(problems, err.Error())
+		} else if h.BusyURL != "" {
+			h.BusyFrom = "annotation " + AnnotationBusyURL + " of " + a.ref.String()
 		}
 	}
 	if len(problems) > 0 {

@@ -181,7 +181,8 @@ func TestDriver_AnnotationAddedAtRunTimeIsDiscovered(t *testing.T) {
 		t.Fatal("annotated at run time: not owned")
 	}
 	hint, err := d.AppPolicy(paas.App{ID: "store"})
-	if err != nil || hint.GracePeriod != 90*time.Second || hint.BusyURL != "http://store.shop:8080/busy" || hint.BusyMax != 0 {
+	if err != nil || hint.GracePeriod != 90*time.Second || hint.BusyURL != "http://store.shop:8080/busy" || hint.BusyMax != 0 ||
+		!strings.HasPrefix(hint.BusyFrom, "annotation reaper.busy_url of ") {
 		t.Errorf("AppPolicy: %+v, %v; want 90s from reaper.grace_period and reaper.busy_url", hint, err)
 	}
 	patch = `{"metadata":{"annotations":{"reaper.enable":null}}}`
@@ -349,7 +350,8 @@ func TestDriver_DeclaredBusyURLWinsOverTheAnnotation(t *testing.T) {
 	d := e.driver(Config{Apps: []AppConfig{{ID: "worker", BusyURL: "http://declared:8080/busy", BusyMax: conf.Duration(time.Minute)}}}, kubetest.AdminUser)
 	observe(t, d, "worker")
 	h, err := d.AppPolicy(paas.App{ID: "worker"})
-	if err != nil || h.BusyURL != "http://declared:8080/busy" || h.BusyMax != time.Minute || h.GracePeriod != 2*time.Minute {
+	if err != nil || h.BusyURL != "http://declared:8080/busy" || h.BusyMax != time.Minute || h.GracePeriod != 2*time.Minute ||
+		h.BusyFrom != "config paas.kubernetes.apps[].busy_url" {
 		t.Errorf("AppPolicy: %+v, %v; want the declared busy_url and 1m, and the annotation's 2m grace period", h, err)
 	}
 }

@@ -318,7 +318,7 @@ func (d *Driver) AppPolicy(pa paas.App) (paas.PolicyHint, error) {
 	if !ok || a.spec.busyURL == "" {
 		return paas.PolicyHint{}, nil
 	}
-	return paas.PolicyHint{BusyURL: a.spec.busyURL, BusyMax: a.spec.busyMax}, nil
+	return paas.PolicyHint{BusyURL: a.spec.busyURL, BusyMax: a.spec.busyMax, BusyFrom: "config paas.apps[].busy_url"}, nil
 }
 
 func (d *Driver) lookup(pa paas.App) (*app, error) {

@@ -380,7 +380,7 @@ func TestDriver_BusyURLIsTheAppsHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	want := paas.PolicyHint{BusyURL: "http://127.0.0.1:3001/busy", BusyMax: 10 * time.Minute}
+	want := paas.PolicyHint{BusyURL: "http://127.0.0.1:3001/busy", BusyMax: 10 * time.Minute, BusyFrom: "config paas.apps[].busy_url"}
 	if h, err := d.AppPolicy(paas.App{ID: "worker"}); !reflect.DeepEqual(h, want) || err != nil {
 		t.Errorf("worker: %+v, %v; want %+v", h, err, want)
 	}
