@@ -10,6 +10,7 @@ import (
 
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/pgtest"
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // postgres starts a real Postgres for the test and returns its URL.
@@ -122,6 +123,8 @@ func TestPostgresNotify_AFollowerListensAndFires(t *testing.T) {
 	if w := rr.wakes.next(t, 20*time.Second, "a NOTIFY heard by a follower"); w.id != "worker" || w.by != "trigger jobs-notify" {
 		t.Fatalf("woke %+v", w)
 	}
+	// The fire is recorded once the Waker returns: after the wake is seen.
+	testwait.For(t, 20*time.Second, "the fire recorded", func() bool { return rr.Views()[0].Fires >= 1 })
 	views := rr.Views()
 	if v := views[0]; !v.Running || v.Node != "n2" || v.Fires != 1 || v.LastFire == nil {
 		t.Errorf("the follower's view of the listening trigger: %+v, want running on n2 with one fire", v)
