@@ -161,7 +161,7 @@ func triggerRow(v indexData, t trigger.View) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if !t.Running && t.Kind != trigger.KindEndpoint {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<span class=\"muted\" title=\"Only the leader runs the polling and listening triggers\">not running here</span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<span class=\"muted\" title=\"Only the leader runs the polling triggers\">not running here</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

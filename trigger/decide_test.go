@@ -118,3 +118,32 @@ func TestMerge_TakesTheRunningNodesView(t *testing.T) {
 		t.Errorf("p: last check %s, want the latest of the running views (%s)", got[1].LastCheck, t2)
 	}
 }
+
+// A listening trigger, which every node runs, keeps each node's view in
+// Nodes (in the order of their ids), its fires summed and its last fire the
+// latest; a polling one lists no nodes.
+func TestMerge_AListeningTriggerListsEachNode(t *testing.T) {
+	t1, t2, t3 := time.Unix(100, 0), time.Unix(200, 0), time.Unix(300, 0)
+	own := []View{
+		{ID: "n", Kind: KindPostgresNotify, Node: "b", Running: true, LastCheck: &t1, Fires: 1, LastFire: &t3},
+		{ID: "q", Kind: KindRedisList, Node: "b"},
+	}
+	others := [][]View{
+		{{ID: "n", Kind: KindPostgresNotify, Node: "c", Running: true, LastCheck: &t3, Failing: true, LastError: "connect: refused"}, {ID: "q", Kind: KindRedisList, Node: "c", Running: true, LastCheck: &t2, Fires: 4}},
+		{{ID: "n", Kind: KindPostgresNotify, Node: "a", Running: false, LastCheck: &t2, Fires: 2, LastFire: &t2}},
+	}
+	got := Merge(own, others)
+	n := got[0]
+	if len(n.Nodes) != 3 || n.Nodes[0].Node != "a" || n.Nodes[1].Node != "b" || n.Nodes[2].Node != "c" {
+		t.Fatalf("nodes %+v: want a, b and c", n.Nodes)
+	}
+	if a, c := n.Nodes[0], n.Nodes[2]; a.Listening || a.Fires != 2 || !c.Listening || !c.Failing || c.LastError != "connect: refused" {
+		t.Errorf("nodes %+v: want a not listening with 2 fires, c listening and failing", n.Nodes)
+	}
+	if n.Node != "c" || n.Fires != 3 || !n.LastFire.Equal(t3) {
+		t.Errorf("merged %+v: want c's view (the latest look), 3 fires, last fire %s", n, t3)
+	}
+	if q := got[1]; q.Nodes != nil || q.Fires != 4 || q.Node != "c" {
+		t.Errorf("polling trigger %+v: want the running node's view, no nodes", q)
+	}
+}

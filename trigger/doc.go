@@ -3,10 +3,13 @@
 //
 // A trigger watches one source and wakes one app (or group) through a Waker
 // (reaper.Engine.WakeFor: the operator's wake path, named "trigger <id>" in
-// the history). The polling triggers (redis_list, redis_due, sql, http) and
-// the listening one (postgres_notify) run only while Runner.Run does: on the
-// leader, for one term. The producer endpoint's triggers ({id, wake, token})
-// are answered by every node's gateway listener.
+// the history). The polling triggers (redis_list, redis_due, sql, http) run
+// only while Runner.Run does: on the leader, for one term. The listening one
+// (postgres_notify) runs while Runner.Listen does: on every node, for its
+// whole life, so that a NOTIFY sent while the leader changes is still heard
+// (Postgres keeps none that nobody listens to); the Waker stores a follower's
+// ask for the leader. The producer endpoint's triggers ({id, wake, token}) are
+// answered by every node's gateway listener.
 //
 // Files:
 //
@@ -22,5 +25,5 @@
 //   - endpoint.go: the producer endpoint, POST /.well-known/reaper/wake/<id>
 //     with the trigger's Bearer token, rate limited.
 //   - admin.go: the admin API's GET /api/triggers, merged across a cluster's
-//     nodes.
+//     nodes (a listening trigger lists each node's view).
 package trigger

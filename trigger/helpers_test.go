@@ -106,21 +106,35 @@ type running struct {
 	logs   *logtest.Buffer
 }
 
+// run runs a Runner of cs as the leader (or a single node) does: Run and
+// Listen.
 func run(t *testing.T, cs ...Config) *running {
 	t.Helper()
+	return start(t, "n1", true, cs...)
+}
+
+// follow runs a Runner of cs as a follower of a cluster named node does:
+// Listen only.
+func follow(t *testing.T, node string, cs ...Config) *running {
+	t.Helper()
+	return start(t, node, false, cs...)
+}
+
+func start(t *testing.T, node string, leads bool, cs ...Config) *running {
+	t.Helper()
 	rr := &running{wakes: newWakes(), counts: newCounts(), logs: &logtest.Buffer{}}
-	rr.Runner = New(Options{Triggers: cs, Waker: rr.wakes, Observer: rr.counts, Logger: rr.logs.Logger(slog.LevelDebug)})
+	rr.Runner = New(Options{Triggers: cs, Waker: rr.wakes, Observer: rr.counts, Logger: rr.logs.Logger(slog.LevelDebug), Node: node})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		rr.Run(ctx)
-	}()
+	var wg sync.WaitGroup
+	if leads {
+		wg.Go(func() { rr.Run(ctx) })
+	}
+	wg.Go(func() { rr.Listen(ctx) })
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		wg.Wait()
 		if t.Failed() {
-			t.Logf("the runner's log:\n%s", rr.logs.String())
+			t.Logf("%s's runner's log:\n%s", node, rr.logs.String())
 		}
 	})
 	return rr

@@ -15,8 +15,9 @@ const pingEvery = time.Minute
 
 // listen keeps a LISTEN on c's channel while ctx lasts: a NOTIFY fires at once.
 // A lost connection is dialled again after the back-off, never polled for.
-// NOTIFYs sent while nobody listens are not kept by Postgres: pair the
-// channel with a polling sql trigger when none may be missed.
+// NOTIFYs sent while nobody listens are not kept by Postgres: every node
+// listens (Listen), so one is lost only while no node does; pair the channel
+// with a polling sql trigger when none may be missed even then.
 func (r *Runner) listen(ctx context.Context, c *Config, st *state) {
 	failures := 0
 	for {

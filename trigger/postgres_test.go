@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/reapergw/reaper/internal/conf"
 	"github.com/reapergw/reaper/internal/pgtest"
+	"github.com/reapergw/reaper/internal/testwait"
 )
 
 // postgres starts a real Postgres for the test and returns its URL.
@@ -104,5 +106,68 @@ func TestPostgresNotify_ListensAgainAfterTheConnectionIsLost(t *testing.T) {
 	pgExec(t, dsn, "NOTIFY jobs")
 	if w := rr.wakes.next(t, 20*time.Second, "a NOTIFY after the reconnection"); w.id != "worker" {
 		t.Fatalf("woke %+v", w)
+	}
+}
+
+// A follower's runner (Listen only, never Run) listens and fires: a NOTIFY
+// reaches the Waker of a node that does not lead. Its polling trigger, the
+// leader's, never looks.
+func TestPostgresNotify_AFollowerListensAndFires(t *testing.T) {
+	dsn := postgres(t)
+	rr := follow(t, "n2",
+		Config{ID: "jobs-notify", Wake: "worker", PostgresNotify: &PostgresNotify{DSN: conf.Secret(dsn), Channel: "jobs"}},
+		Config{ID: "pending", Wake: "worker", Every: conf.Duration(100 * time.Millisecond), SQL: &SQL{DSN: conf.Secret(dsn), Query: "SELECT 1"}},
+	)
+	rr.awaitChecks(t, "jobs-notify", ResultNone, 1) // listening
+	pgExec(t, dsn, "NOTIFY jobs")
+	if w := rr.wakes.next(t, 20*time.Second, "a NOTIFY heard by a follower"); w.id != "worker" || w.by != "trigger jobs-notify" {
+		t.Fatalf("woke %+v", w)
+	}
+	// The fire is recorded once the Waker returns: after the wake is seen.
+	testwait.For(t, 20*time.Second, "the fire recorded", func() bool { return rr.Views()[0].Fires >= 1 })
+	views := rr.Views()
+	if v := views[0]; !v.Running || v.Node != "n2" || v.Fires != 1 || v.LastFire == nil {
+		t.Errorf("the follower's view of the listening trigger: %+v, want running on n2 with one fire", v)
+	}
+	if v := views[1]; v.Running || v.LastCheck != nil {
+		t.Errorf("the follower's view of the polling trigger: %+v, want neither running nor looked at", v)
+	}
+	if n := rr.counts.check("pending", ResultWork) + rr.counts.check("pending", ResultNone); n != 0 {
+		t.Errorf("a follower looked %d times at a polling trigger's source: only the leader polls", n)
+	}
+}
+
+// Every node of a cluster listens: a burst of NOTIFYs reaches each node's
+// Waker (each asks; the store coalesces their asks), and the admin API's
+// merged view lists each node listening, with their fires summed.
+func TestPostgresNotify_EveryNodeHearsABurst(t *testing.T) {
+	dsn := postgres(t)
+	c := Config{ID: "jobs-notify", Wake: "worker", PostgresNotify: &PostgresNotify{DSN: conf.Secret(dsn), Channel: "jobs"}}
+	nodes := []*running{run(t, c), follow(t, "n2", c), follow(t, "n3", c)}
+	for _, rr := range nodes {
+		rr.awaitChecks(t, "jobs-notify", ResultNone, 1)
+	}
+	for i := range 5 {
+		pgExec(t, dsn, fmt.Sprintf("NOTIFY jobs, 'job-%d'", i))
+	}
+	for i, rr := range nodes {
+		if w := rr.wakes.next(t, 20*time.Second, fmt.Sprintf("node %d after a burst of NOTIFYs", i+1)); w.id != "worker" {
+			t.Fatalf("node %d woke %+v", i+1, w)
+		}
+		rr.awaitChecks(t, "jobs-notify", ResultWork, 5) // each NOTIFY is seen, the fires coalesce
+	}
+	merged := Merge(nodes[1].Views(), [][]View{nodes[2].Views(), nodes[0].Views()})
+	if len(merged) != 1 || len(merged[0].Nodes) != 3 {
+		t.Fatalf("merged %+v: want one trigger with three nodes", merged)
+	}
+	var fires int64
+	for i, nv := range merged[0].Nodes {
+		if want := fmt.Sprintf("n%d", i+1); nv.Node != want || !nv.Listening || nv.Fires < 1 || nv.LastCheck == nil {
+			t.Errorf("node %d: %+v, want %s listening with a fire", i+1, nv, want)
+		}
+		fires += nv.Fires
+	}
+	if m := merged[0]; m.Fires != fires || !m.Running || m.LastFire == nil {
+		t.Errorf("merged view %+v: want running, fires the nodes' sum (%d)", m, fires)
 	}
 }

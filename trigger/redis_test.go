@@ -99,7 +99,10 @@ func TestRedisList_DownLogsOnceAndCountsFailures(t *testing.T) {
 		t.Errorf("view %+v: want failing, 3 failures in a row, the error naming the server", v)
 	}
 	srv.Restart()
-	testwait.For(t, 30*time.Second, "the trigger working again", func() bool { return !rr.Views()[0].Failing })
+	// The line comes after the view is updated: wait for both.
+	testwait.For(t, 30*time.Second, "the trigger working again, and saying so", func() bool {
+		return !rr.Views()[0].Failing && rr.logs.Lines("looks at its source again", "trigger=q") >= 1
+	})
 	if rr.counts.check("q", ResultError) < 3 {
 		t.Errorf("%d failed looks counted, want at least 3", rr.counts.check("q", ResultError))
 	}

@@ -19,8 +19,8 @@ type Waker interface {
 // Observer is told what the triggers do (the metrics implement it): each look
 // at a source with its result (ResultWork…), each wake asked, each call to the
 // producer endpoint refused with its reason (RefusedUnauthorized…), and the
-// end of a trigger's loop on this node (the leader's term ended): its failure,
-// if any, is no longer this node's to report.
+// end of a trigger's loop on this node (the leader's term ended, or the node
+// stops): its failure, if any, is no longer this node's to report.
 type Observer interface {
 	TriggerChecked(id, result string)
 	TriggerFired(id string)
@@ -44,13 +44,16 @@ type Options struct {
 	Waker    Waker
 	Observer Observer // nil: none
 	Logger   *slog.Logger
+	// Node is this node's id (node.id), named in its views for the admin
+	// API's per-node list of the listening triggers.
+	Node string
 	// HTTP sends the http triggers' GETs; nil: a client with checkTimeout.
 	HTTP *http.Client
 }
 
-// Runner runs the polling and listening triggers while its Run lasts (on the
-// leader), keeps what each did for the admin API, and fires through the
-// Waker. Safe for concurrent use.
+// Runner runs the polling triggers while its Run lasts (on the leader) and the
+// listening ones while its Listen lasts (on every node), keeps what each did
+// for the admin API, and fires through the Waker. Safe for concurrent use.
 type Runner struct {
 	opts   Options
 	log    *slog.Logger
@@ -75,7 +78,8 @@ type View struct {
 	// EverySeconds is the polling interval (0: the trigger does not poll).
 	EverySeconds float64 `json:"every_seconds,omitempty"`
 	// Running is true while this node runs the trigger: the leader, for the
-	// polling and listening ones; every node, for the producer endpoint's.
+	// polling ones; every node, for the listening ones (postgres_notify: its
+	// LISTEN is being kept, or dialled again) and the producer endpoint's.
 	Running     bool       `json:"running"`
 	LastCheck   *time.Time `json:"last_check,omitempty"`
 	LastFire    *time.Time `json:"last_fire,omitempty"`
@@ -84,6 +88,26 @@ type View struct {
 	Failures    int        `json:"failures"` // in a row
 	LastError   string     `json:"last_error,omitempty"`
 	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	// Node is the node whose view this is (Options.Node).
+	Node string `json:"node,omitempty"`
+	// Nodes is, for a listening trigger in the admin API's answer (Merge),
+	// each node's own view of it: whether it listens, its fires, its error.
+	// The fields above are then the best-informed node's, except Fires (the
+	// sum of the nodes') and LastFire (the latest).
+	Nodes []NodeView `json:"nodes,omitempty"`
+}
+
+// NodeView is one node's view of a listening trigger.
+type NodeView struct {
+	Node string `json:"node"`
+	// Listening is true while the node keeps the trigger's LISTEN (or dials
+	// it again after a failure: then Failing).
+	Listening bool       `json:"listening"`
+	LastCheck *time.Time `json:"last_check,omitempty"`
+	LastFire  *time.Time `json:"last_fire,omitempty"`
+	Fires     int64      `json:"fires"`
+	Failing   bool       `json:"failing"`
+	LastError string     `json:"last_error,omitempty"`
 }
 
 // New returns a Runner of opts.Triggers (validated by the configuration).
@@ -96,7 +120,7 @@ func New(opts Options) *Runner {
 	}
 	r := &Runner{opts: opts, log: opts.Logger, states: map[string]*state{}}
 	for _, c := range opts.Triggers {
-		v := View{ID: c.ID, Kind: c.Kind(), Wake: c.Wake, Running: c.Kind() == KindEndpoint}
+		v := View{ID: c.ID, Kind: c.Kind(), Wake: c.Wake, Running: c.Kind() == KindEndpoint, Node: opts.Node}
 		if c.Polls() {
 			v.EverySeconds = c.EveryOrDefault().Seconds()
 		}
@@ -118,17 +142,32 @@ func (r *Runner) Views() []View {
 	return out
 }
 
-// Run runs the polling and listening triggers until ctx ends (the leader's
-// term), then returns once every loop has.
+// Run runs the polling triggers until ctx ends (the leader's term), then
+// returns once every loop has.
 func (r *Runner) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range r.opts.Triggers {
 		c := &r.opts.Triggers[i]
-		st := r.states[c.ID]
-		switch {
-		case c.Polls():
+		if c.Polls() {
+			st := r.states[c.ID]
 			wg.Go(func() { r.running(c, st, func() { r.poll(ctx, c, st) }) })
-		case c.PostgresNotify != nil:
+		}
+	}
+	wg.Wait()
+}
+
+// Listen runs the listening triggers (postgres_notify) until ctx ends, then
+// returns once every loop has. Every node of a cluster runs it for its whole
+// life, not only the leader: Postgres keeps no NOTIFY that nobody listens to,
+// so a NOTIFY sent while the leader changes reaches the others, and their
+// wake asks are stored for the leader to act on (Waker). A burst seen by every
+// node makes one ask per node, which the store coalesces into one per app.
+func (r *Runner) Listen(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := range r.opts.Triggers {
+		c := &r.opts.Triggers[i]
+		if c.PostgresNotify != nil {
+			st := r.states[c.ID]
 			wg.Go(func() { r.running(c, st, func() { r.listen(ctx, c, st) }) })
 		}
 	}
@@ -136,7 +175,7 @@ func (r *Runner) Run(ctx context.Context) {
 }
 
 // running marks st running while loop runs, and tells the Observer when it
-// ends. The failures in a row start again at the next term (the new leader's
+// ends. The failures in a row start again at the next run (the new leader's
 // source may answer).
 func (r *Runner) running(c *Config, st *state, loop func()) {
 	st.set(func(v *View) { v.Running = true })

@@ -150,7 +150,7 @@ func (n *node) clusterAPI() *leader.API {
 }
 
 // triggersElsewhere reads the other nodes' views of the triggers (the leader
-// runs the polling ones); nil on a single node.
+// runs the polling ones, every node the listening ones); nil on a single node.
 func (n *node) triggersElsewhere() func(ctx context.Context) [][]trigger.View {
 	if n.parts.leader == nil {
 		return nil

@@ -54,8 +54,9 @@ type parts struct {
 	clusterTLS *leader.TLS
 	metrics    *metrics.Metrics
 	log        *slog.Logger
-	// triggers runs the wake triggers (on the leader); endpoint answers the
-	// producers' calls on the gateway listener (nil without a token trigger).
+	// triggers runs the wake triggers (the polling ones on the leader, the
+	// listening ones on every node); endpoint answers the producers' calls on
+	// the gateway listener (nil without a token trigger).
 	triggers *trigger.Runner
 	endpoint *trigger.Endpoint
 	// doors is the budget of failed attempts at the admin token per client
@@ -280,13 +281,16 @@ func (p *parts) buildEngine(_ context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// buildTriggers builds the wake triggers: the polling and listening ones run
-// on the leader (whileLeader), the producer endpoint on every node's gateway
-// listener.
+// buildTriggers builds the wake triggers: the polling ones run on the leader
+// (whileLeader), the listening ones (postgres_notify) on every node for its
+// whole life (a NOTIFY is not kept while nobody listens: a change of leader
+// must not lose one), the producer endpoint on every node's gateway listener.
 func (p *parts) buildTriggers(_ context.Context, cfg *config.Config) error {
 	p.triggers = trigger.New(trigger.Options{
 		Triggers: cfg.Triggers, Waker: p.engine, Observer: p.metrics, Logger: p.log.With("part", "trigger"),
+		Node: cfg.Node.ID,
 	})
+	p.runners = append(p.runners, p.triggers.Listen)
 	trusted := cfg.Node.TrustedProxiesPrefixes()
 	p.endpoint = trigger.NewEndpoint(p.triggers, trigger.EndpointOptions{
 		ClientKey: func(r *http.Request) string { return ratelimit.Key(plugin.ClientIP(r, trusted)) },
@@ -407,7 +411,7 @@ func (p *parts) wireJob() {
 }
 
 // whileLeader is the leader's work for one term: the job, the webhooks'
-// deliveries and the wake triggers. It returns once all have.
+// deliveries and the polling wake triggers. It returns once all have.
 func (p *parts) whileLeader(ctx context.Context, term uint64) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
