@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,7 @@ const (
 	kCaddy      = "caddy"
 	kCaddyFloor = "caddy+floor"
 	kCaddyAuth  = "caddy+auth"
+	kCaddyNginx = "caddy+nginx" // when nginx is installed (authnginx.go)
 )
 
 var authKeys = []string{kCaddy, kCaddyFloor, kCaddyAuth}
@@ -45,10 +47,11 @@ var authNames = map[string]string{
 	kCaddy:      "Caddy alone",
 	kCaddyFloor: "Caddy + bare Go auth",
 	kCaddyAuth:  "Caddy + reaper's auth",
+	kCaddyNginx: "Caddy + nginx auth",
 }
 
 // authHosts are the sites of part J's Caddy, by contestant.
-var authHosts = map[string]string{kCaddy: "alone.test", kCaddyFloor: "floor.test", kCaddyAuth: "auth.test"}
+var authHosts = map[string]string{kCaddy: "alone.test", kCaddyFloor: "floor.test", kCaddyAuth: "auth.test", kCaddyNginx: "nginx.test"}
 
 // authTarget is part J's target: reaper's CPU per auth call for an awake app.
 const authTarget = 30 * time.Microsecond
@@ -70,6 +73,7 @@ func caddyBin() (string, error) {
 type authSetup struct {
 	reaper   *reaperNode
 	floor    *bareProxy // bareproxy --allow
+	nginx    *bareProxy // nginx answering 200; nil without nginx
 	caddy    *clusterenv.Process
 	listen   string // Caddy's
 	auth     netip.AddrPort
@@ -106,15 +110,30 @@ func setupAuth(ctx context.Context, e *env, bin string) (*authSetup, error) {
 	if s.floor, err = startFloor(ctx, e); err != nil {
 		return nil, err
 	}
-	if s.caddy, err = startCaddy(ctx, e, bin, listen, appAddr, authAddr, s.floor.addr); err != nil {
+	if s.nginx, err = startNginxAuth(ctx, e); err != nil {
 		return nil, err
 	}
-	for _, host := range authHosts {
-		if _, _, err := getApp(ctx, c, listen, host); err != nil {
-			return nil, fmt.Errorf("through Caddy (%s): %w", host, err)
+	nginxAddr := ""
+	if s.nginx != nil {
+		nginxAddr = s.nginx.addr
+	}
+	if s.caddy, err = startCaddy(ctx, e, bin, listen, appAddr, authAddr, s.floor.addr, nginxAddr); err != nil {
+		return nil, err
+	}
+	for _, k := range s.keys() {
+		if _, _, err := getApp(ctx, c, listen, authHosts[k]); err != nil {
+			return nil, fmt.Errorf("through Caddy (%s): %w", authHosts[k], err)
 		}
 	}
 	return s, nil
+}
+
+// keys are the contestants this setup has: nginx's only with nginx.
+func (s *authSetup) keys() []string {
+	if s.nginx == nil {
+		return authKeys
+	}
+	return append(slices.Clone(authKeys), kCaddyNginx)
 }
 
 // authConfig is part J's reaper.
@@ -167,9 +186,10 @@ func siteFor(recipe, site, appAddr, authAddr string) (string, error) {
 	return recipe, nil
 }
 
-// startCaddy runs Caddy with the three sites on listen, logging nothing per
-// request (no access log: the figure is the proxying's cost).
-func startCaddy(ctx context.Context, e *env, bin, listen, appAddr, authAddr, floorAddr string) (*clusterenv.Process, error) {
+// startCaddy runs Caddy with the three sites on listen (four with nginx's,
+// when nginxAddr is not ""), logging nothing per request (no access log: the
+// figure is the proxying's cost).
+func startCaddy(ctx context.Context, e *env, bin, listen, appAddr, authAddr, floorAddr, nginxAddr string) (*clusterenv.Process, error) {
 	recipe, err := caddyRecipe(e.root)
 	if err != nil {
 		return nil, err
@@ -182,6 +202,13 @@ func startCaddy(ctx context.Context, e *env, bin, listen, appAddr, authAddr, flo
 	floor, err := siteFor(recipe, "http://floor.test:"+port, appAddr, floorAddr)
 	if err != nil {
 		return nil, err
+	}
+	if nginxAddr != "" {
+		site, err := siteFor(recipe, "http://nginx.test:"+port, appAddr, nginxAddr)
+		if err != nil {
+			return nil, err
+		}
+		floor += site
 	}
 	dir := filepath.Join(e.tmp, "caddy")
 	if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -210,6 +237,7 @@ type authSample struct {
 	caddyCPU   time.Duration // Caddy's CPU per request
 	reaperCPU  time.Duration // reaper's CPU over the window
 	floorCPU   time.Duration // the bare auth server's CPU over the window
+	nginxCPU   time.Duration // nginx's, when there is one
 	authClosed int           // connections to the auth server asked closed in the window (TIME_WAIT)
 	authConns  int           // connections to it open at its end
 }
@@ -219,10 +247,13 @@ type authSample struct {
 // auth server it asks around the window.
 func measureAuth(ctx context.Context, s *authSetup, k string, spec runSpec) (authSample, error) {
 	authAddr := s.auth
-	if k == kCaddyFloor {
+	switch k {
+	case kCaddyFloor:
 		authAddr = netip.MustParseAddrPort(s.floor.addr)
+	case kCaddyNginx:
+		authAddr = netip.MustParseAddrPort(s.nginx.addr)
 	}
-	var c0, c1, r0, r1, f0, f1 time.Duration
+	var c0, c1, r0, r1, f0, f1, n0, n1 time.Duration
 	var sock0, sock1 procfs.ServerSockets
 	var cpuErr error
 	read := func(pid int, into *time.Duration) {
@@ -240,12 +271,18 @@ func measureAuth(ctx context.Context, s *authSetup, k string, spec runSpec) (aut
 			read(s.caddy.PID(), &c0)
 			read(s.reaper.PID(), &r0)
 			read(s.floor.PID(), &f0)
+			if s.nginx != nil {
+				read(s.nginx.PID(), &n0)
+			}
 			sock0, _ = procfs.ReadServerSockets(authAddr)
 		},
 		AtEnd: func() {
 			read(s.caddy.PID(), &c1)
 			read(s.reaper.PID(), &r1)
 			read(s.floor.PID(), &f1)
+			if s.nginx != nil {
+				read(s.nginx.PID(), &n1)
+			}
 			sock1, _ = procfs.ReadServerSockets(authAddr)
 		},
 	})
@@ -258,7 +295,7 @@ func measureAuth(ctx context.Context, s *authSetup, k string, spec runSpec) (aut
 	if cpuErr != nil {
 		return authSample{}, cpuErr
 	}
-	out := authSample{res: res, reaperCPU: r1 - r0, floorCPU: f1 - f0, authClosed: max(sock1.TimeWait-sock0.TimeWait, 0), authConns: sock1.Established}
+	out := authSample{res: res, reaperCPU: r1 - r0, floorCPU: f1 - f0, nginxCPU: n1 - n0, authClosed: max(sock1.TimeWait-sock0.TimeWait, 0), authConns: sock1.Established}
 	if res.Requests > 0 {
 		out.caddyCPU = (c1 - c0) / time.Duration(res.Requests)
 	}

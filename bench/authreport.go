@@ -34,7 +34,7 @@ func runAuth(ctx context.Context, e *env) ([]verdict, error) {
 	spec := authSpec(e.opts.quick)
 	out := map[string][]authSample{}
 	for r := range spec.rounds {
-		for _, k := range roundOrder(authKeys, r) {
+		for _, k := range roundOrder(s.keys(), r) {
 			e.progressf("J: round %d/%d, %s, %d connections, %s", r+1, spec.rounds, authNames[k], spec.conns, spec.duration)
 			x, err := measureAuth(ctx, s, k, spec)
 			if err != nil {
@@ -85,15 +85,21 @@ func perCall(idleCPU time.Duration, alone load.Result, cpu time.Duration, res lo
 
 // authRound is one round of part J, read.
 type authRound struct {
-	reaperCall, floorCall time.Duration // CPU per auth call
-	rps, p50              [2]float64    // floor and reaper against Caddy alone
+	reaperCall, floorCall, nginxCall time.Duration // CPU per auth call (nginx's 0 without it)
+	rps, p50                         [3]float64    // floor, reaper and nginx against Caddy alone
 }
 
-func readRound(alone, floor, auth authSample) authRound {
+// readRound reads one round; nginx is nil without nginx.
+func readRound(alone, floor, auth authSample, nginx *authSample) authRound {
 	var r authRound
 	r.reaperCall = perCall(alone.reaperCPU, alone.res, auth.reaperCPU, auth.res)
 	r.floorCall = perCall(alone.floorCPU, alone.res, floor.floorCPU, floor.res)
-	for i, x := range []authSample{floor, auth} {
+	xs := []authSample{floor, auth}
+	if nginx != nil {
+		r.nginxCall = perCall(alone.nginxCPU, alone.res, nginx.nginxCPU, nginx.res)
+		xs = append(xs, *nginx)
+	}
+	for i, x := range xs {
 		r.rps[i] = x.res.RPS() / alone.res.RPS()
 		r.p50[i] = float64(x.res.Latency.Quantile(0.5)) / float64(alone.res.Latency.Quantile(0.5))
 	}
@@ -105,7 +111,8 @@ func printJ(w io.Writer, out map[string][]authSample, spec runSpec, s *authSetup
 	fmt.Fprintf(w, "   (the app was woken through reaper's gateway before, in %s; Caddy runs docs/integrations.md's recipe)\n", millis(s.wakeTime))
 	fmt.Fprintf(w, "   %-24s %9s %11s %14s %16s   %s\n", "", "req/s", "p50", "Caddy CPU/req", "auth conns", "req/s of each round")
 	fmt.Fprintf(w, "   %-24s %9s %11s %14s %16s\n", "", "", "", "", "open / closed")
-	for _, k := range authKeys {
+	keys := s.keys()
+	for _, k := range keys {
 		ss := out[k]
 		rounds := make([]string, len(ss))
 		for i, x := range ss {
@@ -123,8 +130,13 @@ func printJ(w io.Writer, out map[string][]authSample, spec runSpec, s *authSetup
 		fmt.Fprintf(w, "   %-24s %9s %11s %14s %16s   %s\n", authNames[k], thousands(int64(rps)), micros(p50), micros(ccpu), conns, strings.Join(rounds, "  "))
 	}
 	var rounds []authRound
+	withNginx := len(keys) > len(authKeys)
 	for i := range min(len(out[kCaddy]), len(out[kCaddyFloor]), len(out[kCaddyAuth])) {
-		rounds = append(rounds, readRound(out[kCaddy][i], out[kCaddyFloor][i], out[kCaddyAuth][i]))
+		var nginx *authSample
+		if withNginx && i < len(out[kCaddyNginx]) {
+			nginx = &out[kCaddyNginx][i]
+		}
+		rounds = append(rounds, readRound(out[kCaddy][i], out[kCaddyFloor][i], out[kCaddyAuth][i], nginx))
 	}
 	each := func(f func(authRound) float64) (float64, []float64) {
 		xs := make([]float64, len(rounds))
@@ -133,7 +145,11 @@ func printJ(w io.Writer, out map[string][]authSample, spec runSpec, s *authSetup
 		}
 		return median(xs), xs
 	}
-	for i, name := range []string{"bare Go auth", "reaper's auth"} {
+	names := []string{"bare Go auth", "reaper's auth"}
+	if withNginx {
+		names = append(names, "nginx auth")
+	}
+	for i, name := range names {
 		rps, rpsEach := each(func(r authRound) float64 { return r.rps[i] })
 		p50, p50Each := each(func(r authRound) float64 { return r.p50[i] })
 		fmt.Fprintf(w, "   Caddy + %s / Caddy alone, paired by round: req/s %s (%s), p50 %s (%s).\n", name, ratio(rps), joinRatios(rpsEach), ratio(p50), joinRatios(p50Each))
@@ -142,23 +158,39 @@ func printJ(w io.Writer, out map[string][]authSample, spec runSpec, s *authSetup
 	floor, floorEach := each(func(r authRound) float64 { return float64(r.floorCall) })
 	call, callEach := each(func(r authRound) float64 { return float64(r.reaperCall) })
 	diff, diffEach := each(func(r authRound) float64 { return float64(r.reaperCall - r.floorCall) })
-	return printJCost(w, [3]time.Duration{time.Duration(floor), time.Duration(call), time.Duration(diff)}, [3][]float64{floorEach, callEach, diffEach})
+	var nginxEach []float64
+	if withNginx {
+		_, nginxEach = each(func(r authRound) float64 { return float64(r.nginxCall) })
+	}
+	return printJCost(w, [3]time.Duration{time.Duration(floor), time.Duration(call), time.Duration(diff)}, [3][]float64{floorEach, callEach, diffEach}, nginxEach)
 }
 
 // printJCost prints the CPU per auth call of the bare server and of reaper,
 // reaper's excess over the bare server (paired by round), and the verdict on
 // what issue 24 asks: reaper's CPU per call. When a bare Go server alone is
 // over the target, it says so: that is this machine's floor for any Go HTTP
-// auth server, whatever reaper does above it.
-func printJCost(w io.Writer, med [3]time.Duration, each [3][]float64) []verdict {
+// auth server, whatever reaper does above it. nginx's CPU per call, by round
+// (none without nginx), is the floor of any server on the machine: printed,
+// and named in the floor line when it is over the target too.
+func printJCost(w io.Writer, med [3]time.Duration, each [3][]float64, nginx []float64) []verdict {
 	floor, call, diff := med[0], med[1], med[2]
 	fmt.Fprintf(w, "   CPU per auth call (idle CPU taken off): bare Go auth %s (%s), reaper %s (%s): reaper / bare %s.\n",
 		micros(floor), joinMicros(each[0]), micros(call), joinMicros(each[1]), ratio(float64(call)/float64(floor)))
+	var cFloor time.Duration
+	if len(nginx) > 0 {
+		cFloor = time.Duration(median(nginx))
+		fmt.Fprintf(w, "   nginx answering 200 (C, one process, no access log): %s a call (%s); reaper / nginx %s.\n",
+			micros(cFloor), joinMicros(nginx), ratio(float64(call)/float64(cFloor)))
+	}
 	fmt.Fprintf(w, "   reaper's own work over the bare server, paired by round: %s (%s): the route's access steps and the access line.\n",
 		signedMicros(diff), joinSignedMicros(each[2]))
 	if floor > authTarget {
 		fmt.Fprintf(w, "   The floor: a bare Go HTTP server answering 200 costs %s a call here, %s the target on its own.\n",
 			micros(floor), ratio(float64(floor)/float64(authTarget)))
+	}
+	if cFloor > authTarget {
+		fmt.Fprintf(w, "   The C floor: nginx answering 200 costs %s a call here, %s the target on its own: no server meets it on this machine.\n",
+			micros(cFloor), ratio(float64(cFloor)/float64(authTarget)))
 	}
 	v := verdict{part: "J", what: "reaper CPU per auth call (awake app, through Caddy)", value: micros(call),
 		target: "≤ " + micros(authTarget), pass: call <= authTarget, rounds: joinMicros(each[1])}
