@@ -189,7 +189,7 @@ func printJCost(w io.Writer, med [3]time.Duration, each [3][]float64, nginx []fl
 			micros(floor), ratio(float64(floor)/float64(authTarget)))
 	}
 	if cFloor > authTarget {
-		fmt.Fprintf(w, "   The C floor: nginx answering 200 costs %s a call here, %s the target on its own: no server meets it on this machine.\n",
+		fmt.Fprintf(w, "   The C floor: nginx answering 200 costs %s a call here, %s the target on its own: a server meets it here only if a call costs it less than nginx.\n",
 			micros(cFloor), ratio(float64(cFloor)/float64(authTarget)))
 	}
 	v := verdict{part: "J", what: "reaper CPU per auth call (awake app, through Caddy)", value: micros(call),
