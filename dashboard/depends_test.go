@@ -2,8 +2,6 @@ package dashboard
 
 import (
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,17 +51,5 @@ func TestAppPage_DependsOnInABrowser(t *testing.T) {
 	if _, err := pg.Eval(`document.getElementById("depends-fact").scrollIntoView({block: "center"})`); err != nil {
 		t.Fatal(err)
 	}
-	png, err := pg.Screenshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := os.Getenv("REAPER_SCREENSHOTS")
-	if dir == "" {
-		dir = t.ArtifactDir()
-	}
-	path := filepath.Join(dir, "app-depends-on.png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot %s", path)
+	pg.SaveScreenshot(t, "app-depends-on.png")
 }

@@ -2,8 +2,6 @@ package dashboard
 
 import (
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,17 +84,5 @@ func TestIndex_TriggersPanelInABrowser(t *testing.T) {
 	if _, err := pg.Eval(`document.getElementById("h-triggers").scrollIntoView()`); err != nil {
 		t.Fatal(err)
 	}
-	png, err := pg.Screenshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := os.Getenv("REAPER_SCREENSHOTS")
-	if dir == "" {
-		dir = t.ArtifactDir()
-	}
-	path := filepath.Join(dir, "triggers-panel.png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot %s", path)
+	pg.SaveScreenshot(t, "triggers-panel.png")
 }

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,8 @@ import (
 
 // A real browser through nginx in front of the forward-auth listener: the
 // waiting page, which polls (nginx's auth_request relays no stream), then the
-// app. The screenshot of the page goes to $REAPER_SCREENSHOTS when set.
+// app. The screenshot of the page goes to $REAPER_SCREENSHOTS, else to the
+// test's artifact directory.
 func TestForwardAuth_BrowserThroughNginxGetsThePageThenTheApp(t *testing.T) {
 	browserThrough(t, "nginx", "poll", func(t *testing.T, auth string, web app) string { return nginxFront(t, auth, web) })
 }
@@ -48,17 +47,7 @@ func browserThrough(t *testing.T, proxy, live string, front func(t *testing.T, a
 		t.Fatal(err)
 	}
 	pg.WaitFor(t, `document.documentElement.dataset.live === "`+live+`"`, 10*time.Second)
-	if png, err := pg.Screenshot(); err == nil {
-		dir := os.Getenv("REAPER_SCREENSHOTS")
-		if dir == "" {
-			dir = t.TempDir()
-		}
-		path := filepath.Join(dir, "forwardauth-"+proxy+"-waiting.png")
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot %s", path)
-	}
+	pg.SaveScreenshot(t, "forwardauth-"+proxy+"-waiting.png")
 	pg.WaitFor(t, `document.body !== null && /"name":\s*"web"/.test(document.body.innerText)`, 30*time.Second)
 	if got := starts(p, "web"); got != 1 {
 		t.Errorf("web starts = %d, want 1", got)

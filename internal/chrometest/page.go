@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -206,4 +208,30 @@ func (p *Page) Screenshot() ([]byte, error) {
 		return nil, fmt.Errorf("chrometest: decode screenshot: %w", err)
 	}
 	return png, nil
+}
+
+// ScreenshotsEnv names the folder where SaveScreenshot keeps screenshots; when
+// unset, they go to the test's artifact directory (kept with go test
+// -artifacts).
+const ScreenshotsEnv = "REAPER_SCREENSHOTS"
+
+// SaveScreenshot captures the visible part of the page into name (a PNG) in
+// $REAPER_SCREENSHOTS or the test's artifact directory, logs where, and
+// returns the path. A failed capture or write fails the test.
+func (p *Page) SaveScreenshot(t testing.TB, name string) string {
+	t.Helper()
+	png, err := p.Screenshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv(ScreenshotsEnv)
+	if dir == "" {
+		dir = t.ArtifactDir()
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s", path)
+	return path
 }
