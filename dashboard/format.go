@@ -390,6 +390,21 @@ func triggerKind(t trigger.View) string {
 	return kind
 }
 
+// listeners says, for a listening trigger merged across nodes, which nodes
+// keep its LISTEN and which are dialling it again (failing); both empty for
+// the other triggers.
+func listeners(t trigger.View) (listening, redialling []string) {
+	for _, n := range t.Nodes {
+		switch {
+		case n.Failing:
+			redialling = append(redialling, n.Node)
+		case n.Listening:
+			listening = append(listening, n.Node)
+		}
+	}
+	return listening, redialling
+}
+
 // failuresText is how many looks failed in a row.
 func failuresText(n int) string {
 	if n == 1 {

@@ -20,6 +20,9 @@ func testTriggers() []trigger.View {
 		{ID: "pending-invoices", Kind: trigger.KindSQL, Wake: "crm", EverySeconds: 30, Running: true, LastCheck: &failed,
 			Failing: true, Failures: 4, LastError: "postgres connect: dial tcp 10.0.0.5:5432: connect: connection refused", LastErrorAt: &failed},
 		{ID: "orders", Kind: trigger.KindEndpoint, Wake: "blog", Running: true},
+		{ID: "jobs", Kind: trigger.KindPostgresNotify, Wake: "shop", Running: true, LastCheck: &check, Nodes: []trigger.NodeView{
+			{Node: "n1", Listening: true, LastCheck: &check}, {Node: "n2", Listening: true, LastCheck: &check},
+			{Node: "n3", Listening: true, Failing: true, LastError: "postgres connect: connection refused"}}},
 	}
 }
 
@@ -37,6 +40,7 @@ func TestIndex_TriggersPanel(t *testing.T) {
 		"Wake triggers", `data-trigger="redis-queue"`, "redis list, every 5 s", `href="/apps/shop"`,
 		"SQL query, every 30 s", `<span class="err-t">postgres connect: dial tcp 10.0.0.5:5432: connect: connection refused</span>`,
 		"4 looks failed in a row", "producer endpoint", "3 min ago",
+		"Postgres NOTIFY", "listening on n1, n2", `<span class="err-t">dialling again on n3</span>`, // each node's LISTEN
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the apps page does not say %q", want)
@@ -44,8 +48,8 @@ func TestIndex_TriggersPanel(t *testing.T) {
 	}
 }
 
-// In a browser the panel shows the three triggers, the failing one's error in
-// the error colour. The screenshot is kept in $REAPER_SCREENSHOTS or the
+// In a browser the panel shows the four triggers, the failing one's error in
+// the error colour, and the nodes that keep the NOTIFY trigger's LISTEN. The screenshot is kept in $REAPER_SCREENSHOTS or the
 // test's artifacts.
 func TestIndex_TriggersPanelInABrowser(t *testing.T) {
 	b := chrometest.Start(t)
@@ -63,13 +67,20 @@ func TestIndex_TriggersPanelInABrowser(t *testing.T) {
 	if _, err := pg.Eval(`document.getElementById("token").value = "` + testToken + `"; document.querySelector("form").requestSubmit()`); err != nil {
 		t.Fatal(err)
 	}
-	pg.WaitFor(t, `document.querySelectorAll("table.triggers tbody tr").length === 3`, 20*time.Second)
+	pg.WaitFor(t, `document.querySelectorAll("table.triggers tbody tr").length === 4`, 20*time.Second)
 	var rows []string
 	if err := pg.EvalInto(`Array.from(document.querySelectorAll("table.triggers tbody tr"), r => r.dataset.trigger)`, &rows); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(rows, ",") != "redis-queue,pending-invoices,orders" {
+	if strings.Join(rows, ",") != "redis-queue,pending-invoices,orders,jobs" {
 		t.Errorf("rows %v", rows)
+	}
+	var listeners string
+	if err := pg.EvalInto(`document.querySelector("tr[data-trigger=jobs] .listeners").innerText`, &listeners); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(listeners, "listening on n1, n2") || !strings.Contains(listeners, "dialling again on n3") {
+		t.Errorf("the NOTIFY trigger's nodes read %q", listeners)
 	}
 	var errColour, mutedColour string
 	if err := pg.EvalInto(`getComputedStyle(document.querySelector("tr[data-trigger=pending-invoices] .err-t")).color`, &errColour); err != nil {
