@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reapergw/reaper/internal/conf"
+	"github.com/reapergw/reaper/paas"
 
 	"github.com/reapergw/reaper/plugin"
 )
@@ -176,3 +177,36 @@ func TestJob_AReloadThatTakesAppsOutOfTheirGroupLeavesEachToItsOwnPolicy(t *test
 		})
 	})
 }
+
+// An app a reload takes out of its group and out of the driver too (the
+// driver, a paas.Owner, no longer owns it) is not managed on its own: it is
+// nothing of reaper's any more. One the driver still owns is, on the default
+// policy.
+func TestEngine_AFormerMemberTheDriverNoLongerOwnsIsNotManaged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := groupEnv(t)
+		hints := &owningHints{owned: map[string]bool{"web": true, "api": true}}
+		e.engine.opts.Policies = hints
+		e.engine.SetTopology(Topology{}) // the reload: groups[] gone, worker gone from the driver
+		managed := func() map[string]ManagedApp {
+			out := map[string]ManagedApp{}
+			for _, m := range e.engine.Managed() {
+				out[m.App.ID] = m
+			}
+			return out
+		}
+		if m, ok := managed()["worker"]; ok {
+			t.Errorf("worker managed as %+v once the driver no longer owns it", m)
+		}
+		hints.owned["worker"] = true
+		if m, ok := managed()["worker"]; !ok || m.Policy.GracePeriod != DefaultGracePeriod || m.Group != "" {
+			t.Errorf("worker (owned) managed %v as %+v, want alone on the default grace period", ok, m)
+		}
+	})
+}
+
+// owningHints gives no hint and owns the apps of owned (paas.Owner).
+type owningHints struct{ owned map[string]bool }
+
+func (*owningHints) AppPolicy(paas.App) (paas.PolicyHint, error) { return paas.PolicyHint{}, nil }
+func (o *owningHints) Owns(id string) bool                       { return o.owned[id] }

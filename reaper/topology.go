@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -238,9 +239,13 @@ func (e *Engine) groupMembersManaged(out []ManagedApp) []ManagedApp {
 		}
 		out = append(out, ManagedApp{App: paas.App{ID: id, Owner: e.ownerOf(id)}, Name: id, Routes: []string{}, Policy: p, Group: g.ID})
 	}
-	for id := range t.former {
+	owner, _ := e.opts.Policies.(paas.Owner)
+	for _, id := range slices.Sorted(maps.Keys(t.former)) { // sorted: Managed's order is stable
 		if have[id] || t.groupOf[id] != nil {
 			continue
+		}
+		if owner != nil && !owner.Owns(id) {
+			continue // the reload took it out of the driver too: nothing of reaper's any more
 		}
 		p := Policy{GracePeriod: DefaultGracePeriod, FailTimeout: DefaultFailTimeout}
 		out = append(out, ManagedApp{App: paas.App{ID: id, Owner: e.ownerOf(id)}, Name: id, Routes: []string{}, Policy: p})
