@@ -34,6 +34,13 @@ func TestCluster_ThreeNodesDriveOneWorkloadOnce(t *testing.T) {
 	if _, _, err := c.WaitWhole(t.Context(), waitFor); err != nil {
 		t.Fatal(err)
 	}
+	// Every node knows web asleep before the requests: an app whose status no
+	// look has set yet (WaitingForInit) is proxied to, and the demo app that
+	// stands in for the Service always answers (a Service with no ready Pod
+	// would refuse, and the request be held).
+	if err := c.WaitAllStatus(t.Context(), []string{"web.localhost"}, "Down", waitFor); err != nil {
+		t.Fatal(err)
+	}
 	merged := make(chan answer, 30)
 	for _, n := range c.Nodes {
 		go func() {

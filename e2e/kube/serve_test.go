@@ -202,6 +202,14 @@ func (sc *scene) serve() (*clusterenv.Process, string) {
 	if _, err := p.WaitMsg(t.Context(), "reaper started", waitFor); err != nil {
 		t.Fatal(err)
 	}
+	// web known asleep before any request: an app no look has placed yet
+	// (WaitingForInit) is proxied to, and the demo app standing in for the
+	// Service always answers.
+	hc := clusterenv.NewClient(5 * time.Second)
+	defer hc.CloseIdleConnections()
+	if err := clusterenv.WaitStatus(t.Context(), hc, gw.Addr, "web.localhost", "Down", waitFor); err != nil {
+		t.Fatal(err)
+	}
 	return p, gw.Addr
 }
 
