@@ -315,21 +315,16 @@ func (n *tcpNode) measureCopies(ctx context.Context, e *env, r *tcpReport) error
 	if e.opts.quick {
 		rounds = 1
 	}
-	paths := []struct {
+	type copyPath struct {
 		addr     string
-		pid      int
+		pid      int // 0: no forwarder's CPU to read (direct)
 		into     *[]float64
 		cpu      *[]float64
 		nickname string
-	}{{n.sinkRoute, n.PID(), &r.routeCopy, &r.routeCPU, "route"}, {n.bareAddr, n.bare.PID(), &r.bareCopy, &r.bareCPU, "bare"}, {n.sinkAddr, 0, &r.directCopy, nil, "direct"}}
+	}
+	paths := []copyPath{{n.sinkRoute, n.PID(), &r.routeCopy, &r.routeCPU, "route"}, {n.bareAddr, n.bare.PID(), &r.bareCopy, &r.bareCPU, "bare"}, {n.sinkAddr, 0, &r.directCopy, nil, "direct"}}
 	if n.haproxy != nil {
-		paths = append(paths, struct {
-			addr     string
-			pid      int
-			into     *[]float64
-			cpu      *[]float64
-			nickname string
-		}{n.haproxyAddr, n.haproxy.PID(), &r.haproxyCopy, &r.haproxyCPU, "haproxy"})
+		paths = append(paths, copyPath{n.haproxyAddr, n.haproxy.PID(), &r.haproxyCopy, &r.haproxyCPU, "haproxy"})
 	}
 	for i := range rounds {
 		for k := range paths {
