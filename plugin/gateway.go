@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -487,34 +486,13 @@ func (st *state) finalStatus(aborted bool) int {
 	return st.rec.status
 }
 
-// logAccess writes the request's access line. It hands the handler a record
-// of its own, as Logger.LogAttrs would, but without capturing the caller
-// (runtime.Callers, for a source reaper's handlers never print) nor building
-// the attributes in a slice first: on an auth call for an awake app those were
-// a quarter of the line's cost.
+// logAccess writes the request's access line (LogAccess).
 func (g *Gateway) logAccess(st *state, route string, status int) {
-	ctx := context.Background()
-	h := g.log.Handler()
-	if !h.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	req := st.ex.Request
-	now := time.Now()
-	r := slog.NewRecord(now, slog.LevelInfo, "access", 0)
-	r.AddAttrs(
-		slog.String("request_id", st.ex.ID),
-		slog.String("route", route),
-		slog.String("method", req.Method),
-		slog.String("host", req.Host),
-		slog.String("path", req.URL.Path), // never the query: it may hold secrets
-		slog.Int("status", status),
-		slog.Int64("bytes", st.rec.bytes.Load()),
-		slog.Duration("duration", now.Sub(st.ex.Start)),
-		slog.String("upstream", cmp.Or(st.upstream, upstreamGateway)), // no target tried: the gateway answered
-		slog.String("client", st.ex.ClientIP.String()),
-	)
-	if st.clientID != "" {
-		r.AddAttrs(slog.String("client_request_id", st.clientID))
-	}
-	_ = h.Handle(ctx, r) // a log that cannot be written is not the request's error
+	req, now := st.ex.Request, time.Now()
+	LogAccess(g.log, now, AccessLine{
+		RequestID: st.ex.ID, Route: route, Method: req.Method, Host: req.Host, Path: req.URL.Path,
+		Status: status, Bytes: st.rec.bytes.Load(), Duration: now.Sub(st.ex.Start),
+		Upstream: cmp.Or(st.upstream, upstreamGateway), // no target tried: the gateway answered
+		Client:   st.ex.ClientIP, ClientRequestID: st.clientID,
+	})
 }

@@ -1,7 +1,6 @@
 package trigger
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -10,14 +9,10 @@ import (
 )
 
 // The producer endpoint stands in front of the gateway (Endpoint.Wrap), so its
-// calls never reach the gateway's access log: it writes their lines itself, in
-// the gateway's format (plugin.Gateway's logAccess: message "access", the same
-// keys in the same order), followed by what the call did: the trigger, the app
-// it wakes, and the outcome. Never the Authorization header, never the query.
-
-// upstreamEndpoint is the access line's upstream: no target was tried, the
-// gateway's listener answered (the gateway says "gateway" for its own answers).
-const upstreamEndpoint = "gateway"
+// calls never reach the gateway's access log: it writes their lines itself,
+// with the gateway's keys (plugin.LogAccess), followed by what the call did:
+// the app it wakes and the outcome. Never the Authorization header, never the
+// query.
 
 // endpointCall is one call's access line in the making.
 type endpointCall struct {
@@ -47,34 +42,16 @@ func (c *endpointCall) end() {
 	if c.e.access == nil {
 		return
 	}
-	ctx := context.Background()
-	h := c.e.access.Handler()
-	if !h.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	now := time.Now()
 	status := c.rec.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	r := slog.NewRecord(now, slog.LevelInfo, "access", 0)
-	r.AddAttrs(
-		slog.String("request_id", c.id),
-		slog.String("route", ""),
-		slog.String("method", c.req.Method),
-		slog.String("host", c.req.Host),
-		slog.String("path", c.req.URL.Path), // never the query
-		slog.Int("status", status),
-		slog.Int64("bytes", c.rec.bytes),
-		slog.Duration("duration", now.Sub(c.start)),
-		slog.String("upstream", upstreamEndpoint),
-		slog.String("client", plugin.ClientIP(c.req, c.e.trusted).String()),
-	)
-	if c.client != "" {
-		r.AddAttrs(slog.String("client_request_id", c.client))
-	}
-	r.AddAttrs(slog.String("endpoint", "producer"), slog.String("app", c.app), slog.String("outcome", c.outcome))
-	_ = h.Handle(ctx, r) // a log that cannot be written is not the call's error
+	now := time.Now()
+	plugin.LogAccess(c.e.access, now, plugin.AccessLine{
+		RequestID: c.id, Method: c.req.Method, Host: c.req.Host, Path: c.req.URL.Path,
+		Status: status, Bytes: c.rec.bytes, Duration: now.Sub(c.start), Upstream: plugin.UpstreamGateway,
+		Client: plugin.ClientIP(c.req, c.e.trusted), ClientRequestID: c.client,
+	}, slog.String("endpoint", "producer"), slog.String("app", c.app), slog.String("outcome", c.outcome))
 }
 
 // countingWriter keeps the status and the body's size of an answer.
