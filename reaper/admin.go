@@ -233,7 +233,7 @@ func (a *AdminAPI) views(ctx context.Context, id string) ([]AppView, error) {
 		if isManaged {
 			v.GracePeriod, v.FailTimeout = m.Policy.GracePeriod.String(), m.Policy.FailTimeout.String()
 			v.GracePeriodFrom, v.PolicyError, v.DependsOnError = m.GraceFrom, m.PolicyProblem, m.DependsOnProblem
-			v.DependsOn = a.Engine.DependsOn(appID)
+			v.DependsOn = m.DependsOn
 			if m.Policy.BusyURL != "" {
 				v.BusyURL, v.BusyURLFrom, v.BusyMax = redactURL(m.Policy.BusyURL), m.BusyFrom, m.Policy.BusyMax.String()
 			}

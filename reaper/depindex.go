@@ -52,10 +52,7 @@ func (x *depIndex) dependsOnOf(id string) (_ []string, ok bool) {
 	if x == nil {
 		return nil, false
 	}
-	if _, ok := x.onCycle[id]; ok {
-		return nil, true
-	}
-	d, ok := x.of[id]
+	d, ok := x.of[id] // nil for an app on a cycle (newDepIndex)
 	return d, ok
 }
 

@@ -141,6 +141,9 @@ type ManagedApp struct {
 	BusyFrom string
 	// Group is the id of the group the app is in ("" when none).
 	Group string
+	// DependsOn are the apps it needs up first, as the look that listed it
+	// found them (none for an app on a cycle).
+	DependsOn []string
 	// DependsOnProblem says why the app's depends_on is not honoured: it
 	// makes a cycle (through the apps' own hints, which the configuration's
 	// check cannot see). The app then depends on nothing.
@@ -276,6 +279,7 @@ func (e *Engine) managedAndDeps() ([]ManagedApp, *depIndex) {
 	idx := newDepIndex(out, dependsOn)
 	e.noteDeps(idx)
 	for i := range out {
+		out[i].DependsOn, _ = idx.dependsOnOf(out[i].App.ID)
 		if c, ok := idx.refused(out[i].App.ID); ok {
 			out[i].DependsOnProblem = "depends_on makes a cycle (" + c + "): ignored"
 		}

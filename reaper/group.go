@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -137,7 +138,7 @@ func DecideGroup(order []string, members map[string]Member, now time.Time) Group
 		switch m.Rec.Status {
 		case StatusWaitingForUp:
 			st.InUse, clockOnly = true, false
-			st.Why = cmpOr(st.Why, id)
+			st.Why = cmp.Or(st.Why, id)
 		case StatusUp, StatusWaitingForShutdown:
 			st.NextToSleep = id
 			if m.Rec.Status != StatusUp || m.Rec.SleepAsk.Pending(m.Rec) {
@@ -145,13 +146,13 @@ func DecideGroup(order []string, members map[string]Member, now time.Time) Group
 			}
 			if m.In.Busy || m.Policy.KeepUp(now) {
 				st.InUse, clockOnly = true, false
-				st.Why = cmpOr(st.Why, id)
+				st.Why = cmp.Or(st.Why, id)
 				continue
 			}
 			at := idleSince(m.Rec, m.In).Add(st.Grace)
 			if now.Before(at) || m.Rec.Hold.Active(now) {
 				st.InUse = true
-				st.Why = cmpOr(st.Why, id)
+				st.Why = cmp.Or(st.Why, id)
 			}
 			st.SleepAt = latest(st.SleepAt, at)
 		}
@@ -216,13 +217,6 @@ func StartAfter(deps []string, status func(string) (Status, bool)) string {
 		}
 	}
 	return ""
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // DependencyCycle returns a cycle among deps (each app's depends_on), or nil.

@@ -25,12 +25,16 @@ var ErrNotManaged = errors.New("reaper: no route manages this app")
 // id may name a group: then each member is asked as above, in start order,
 // and asked is true when any was.
 func (e *Engine) WakeFor(ctx context.Context, id, by string) (asked bool, err error) {
+	managed := map[string]bool{} // one look at the managed apps for every member
+	for _, m := range e.Managed() {
+		managed[m.App.ID] = true
+	}
 	g, ok := e.Group(id)
 	if !ok {
-		return e.wakeFor(ctx, id, by)
+		return e.wakeFor(ctx, id, by, managed)
 	}
 	for _, app := range e.StartOrder(g) {
-		one, err := e.wakeFor(ctx, app, by)
+		one, err := e.wakeFor(ctx, app, by, managed)
 		if err != nil && !errors.Is(err, ErrNotManaged) {
 			return asked, err
 		}
@@ -39,33 +43,20 @@ func (e *Engine) WakeFor(ctx context.Context, id, by string) (asked bool, err er
 	return asked, nil
 }
 
-// wakeFor is WakeFor for one app.
-func (e *Engine) wakeFor(ctx context.Context, appID, by string) (asked bool, err error) {
-	a := e.app(appID)
-	if a == nil || !e.isManaged(appID) {
+// wakeFor is WakeFor for one app, among the managed apps of managed: the
+// operator's wake (TellAction, then AskWakeNow) named after by.
+func (e *Engine) wakeFor(ctx context.Context, appID, by string, managed map[string]bool) (asked bool, err error) {
+	if e.app(appID) == nil || !managed[appID] {
 		return false, ErrNotManaged
 	}
 	rec, _ := e.Record(appID)
 	if rec.Status == StatusUp || rec.Status == StatusWaitingForUp {
 		return false, nil
 	}
-	now := time.Now()
 	by = operatorName(by)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tellTimeout)
-	defer cancel()
 	// In the history before the ask, as an operator's: the job must not take
 	// it for a visit, and it comes before what the job does about it.
-	e.tellAction(ctx, Transition{AppID: appID, From: rec.Status, To: rec.Status, At: now, Kind: EventWakeAsk, By: by, Cause: by}, rec.Name)
-	e.asks.askNow(a, now)
+	e.TellAction(ctx, Transition{AppID: appID, From: rec.Status, To: rec.Status, At: time.Now(), Kind: EventWakeAsk, By: by, Cause: by})
+	e.AskWakeNow(appID)
 	return true, nil
-}
-
-// isManaged reports whether a route of this node manages the app.
-func (e *Engine) isManaged(appID string) bool {
-	for _, m := range e.Managed() {
-		if m.App.ID == appID {
-			return true
-		}
-	}
-	return false
 }
