@@ -98,7 +98,9 @@ func TestGroups_ARequestWakesTheGroupAndTheyAllSleepTogether(t *testing.T) {
 	// Traffic on api alone, for longer than web's grace period.
 	pace := time.NewTicker(300 * time.Millisecond) // a client's pace, not a wait for a condition
 	defer pace.Stop()
+	var lastTraffic time.Time // when the last request was sent: the group's idle clock starts after it
 	for until := time.Now().Add(6 * time.Second); time.Now().Before(until); <-pace.C {
+		lastTraffic = time.Now()
 		if code, _, _ := getApp(t, p, "api.test"); code != 200 {
 			t.Fatalf("api answered %d", code)
 		}
@@ -106,7 +108,6 @@ func TestGroups_ARequestWakesTheGroupAndTheyAllSleepTogether(t *testing.T) {
 	if slept := sleptOrder(p, 0); len(slept) > 0 {
 		t.Fatalf("%v put to sleep while api had traffic: the group must stay up", slept)
 	}
-	lastTraffic := time.Now()
 	from := len(p.logs())
 	testwait.For(t, 30*time.Second, "the group asleep", func() bool { return allDown(p, from, "web", "api", "worker") })
 	if got := sleptOrder(p, from); !slices.Equal(got, []string{"worker", "web", "api"}) {

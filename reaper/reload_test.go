@@ -178,16 +178,16 @@ func TestJob_AReloadThatTakesAppsOutOfTheirGroupLeavesEachToItsOwnPolicy(t *test
 	})
 }
 
-// An app a reload takes out of its group and out of the driver too (the
-// driver, a paas.Owner, no longer owns it) is not managed on its own: it is
-// nothing of reaper's any more. One the driver still owns is, on the default
+// An app a reload takes out of its group and that its driver no longer has
+// (a paas.Owner that does not own it: a discovered container relabelled) is
+// not managed on its own: it is nothing of reaper's any more. One the driver still owns is, on the default
 // policy.
 func TestEngine_AFormerMemberTheDriverNoLongerOwnsIsNotManaged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, _ := groupEnv(t)
 		hints := &owningHints{owned: map[string]bool{"web": true, "api": true}}
 		e.engine.opts.Policies = hints
-		e.engine.SetTopology(Topology{}) // the reload: groups[] gone, worker gone from the driver
+		e.engine.SetTopology(Topology{}) // the reload: groups[] gone; worker no longer the driver's
 		managed := func() map[string]ManagedApp {
 			out := map[string]ManagedApp{}
 			for _, m := range e.engine.Managed() {

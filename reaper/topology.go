@@ -245,7 +245,7 @@ func (e *Engine) groupMembersManaged(out []ManagedApp) []ManagedApp {
 			continue
 		}
 		if owner != nil && !owner.Owns(id) {
-			continue // the reload took it out of the driver too: nothing of reaper's any more
+			continue // its driver no longer has it (a discovered container relabelled): nothing of reaper's any more
 		}
 		p := Policy{GracePeriod: DefaultGracePeriod, FailTimeout: DefaultFailTimeout}
 		out = append(out, ManagedApp{App: paas.App{ID: id, Owner: e.ownerOf(id)}, Name: id, Routes: []string{}, Policy: p})
