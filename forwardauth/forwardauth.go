@@ -189,7 +189,7 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request, m mode) {
 	switch {
 	case m == modeRelay:
 	case rec.allowed():
-		w.Header().Set(plugin.HeaderAccessAllowed, "allow")
+		w.Header()[plugin.HeaderAccessAllowed] = plugin.AllowValue // shared: no allocation per call
 		w.WriteHeader(http.StatusOK)
 	case m == modeEnvoy:
 		answerEnvoy(w, rec.answer())

@@ -207,14 +207,16 @@ func (st *state) allow() {
 	// awake app comes here. The values are shared, never written to: Set
 	// replaces a value, Add appends past a full slice, net/http only reads them.
 	h := st.rec.Header()
-	h[HeaderAccessAllowed] = allowValue
+	h[HeaderAccessAllowed] = AllowValue
 	h["Content-Length"] = zeroLength
 	st.rec.WriteHeader(http.StatusOK)
 }
 
-// Shared header values of allow.
+// Shared header values of allow. AllowValue is HeaderAccessAllowed's value,
+// for a listener that answers the go-ahead itself (forwardauth): shared,
+// never written to.
 var (
-	allowValue = []string{"allow"}
+	AllowValue = []string{"allow"}
 	zeroLength = []string{"0"}
 )
 

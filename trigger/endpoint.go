@@ -1,6 +1,7 @@
 package trigger
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
@@ -81,20 +82,12 @@ func NewEndpoint(r *Runner, opts EndpointOptions) *Endpoint {
 	if e.clientOf == nil {
 		e.clientOf = func(req *http.Request) string { return ratelimit.KeyOf(req.RemoteAddr) }
 	}
-	calls := cmpOr(opts.CallsPerMinute, DefaultCallsPerMinute)
+	calls := cmp.Or(opts.CallsPerMinute, DefaultCallsPerMinute)
 	e.calls = ratelimit.PerMinute(calls, endpointClients)
-	e.failures = ratelimit.NewFailures(cmpOr(opts.FailuresBurst, DefaultFailuresBurst),
-		cmpOr(opts.FailuresRefill, DefaultFailuresRefill), endpointClients, opts.Logger)
+	e.failures = ratelimit.NewFailures(cmp.Or(opts.FailuresBurst, DefaultFailuresBurst),
+		cmp.Or(opts.FailuresRefill, DefaultFailuresRefill), endpointClients, opts.Logger)
 	e.decoy = sha256.Sum256([]byte("reaper: no such trigger"))
 	return e
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Wrap returns next with the producer endpoint in front of it: requests under
